@@ -1,0 +1,90 @@
+package io.minato.transform;
+
+/**
+ * The parameters of the MLPerf 3D-UNet training transforms, with the reference's defaults in one
+ * place, plus how finely the heavy steps are split.
+ */
+public record TransformConfig(
+        Shape3 patch,
+        double oversampling,
+        double flipProbability,
+        double brightnessFactor,
+        double brightnessProbability,
+        double noiseStd,
+        double noiseProbability,
+        long voxelsPerStep) {
+
+    public static final int DEFAULT_PATCH = 128;
+    public static final double DEFAULT_OVERSAMPLING = 0.4;
+    public static final double DEFAULT_FLIP_PROBABILITY = 1.0 / 3;
+    public static final double DEFAULT_BRIGHTNESS_FACTOR = 0.3;
+    public static final double DEFAULT_BRIGHTNESS_PROBABILITY = 0.1;
+    public static final double DEFAULT_NOISE_STD = 0.1;
+    public static final double DEFAULT_NOISE_PROBABILITY = 0.1;
+
+    /**
+     * About 2^21 voxels per resumable step: a few milliseconds of work, so that a sample past its
+     * deadline leaves its worker soon after.
+     */
+    public static final long DEFAULT_VOXELS_PER_STEP = 1L << 21;
+
+    public TransformConfig {
+        checkProbability("oversampling", oversampling);
+        checkProbability("flipProbability", flipProbability);
+        checkProbability("brightnessProbability", brightnessProbability);
+        checkProbability("noiseProbability", noiseProbability);
+        if (brightnessFactor < 0 || brightnessFactor >= 1) {
+            throw new IllegalArgumentException(
+                    "brightnessFactor must be in [0, 1): " + brightnessFactor);
+        }
+        if (noiseStd < 0) {
+            throw new IllegalArgumentException("noiseStd must be >= 0: " + noiseStd);
+        }
+        if (voxelsPerStep < 1) {
+            throw new IllegalArgumentException("voxelsPerStep must be >= 1: " + voxelsPerStep);
+        }
+    }
+
+    /** The MLPerf reference settings with a cubic patch of the given edge. */
+    public static TransformConfig mlperf(int patchEdge) {
+        return new TransformConfig(
+                Shape3.cube(patchEdge),
+                DEFAULT_OVERSAMPLING,
+                DEFAULT_FLIP_PROBABILITY,
+                DEFAULT_BRIGHTNESS_FACTOR,
+                DEFAULT_BRIGHTNESS_PROBABILITY,
+                DEFAULT_NOISE_STD,
+                DEFAULT_NOISE_PROBABILITY,
+                DEFAULT_VOXELS_PER_STEP);
+    }
+
+    public TransformConfig withVoxelsPerStep(long voxels) {
+        return new TransformConfig(
+                patch,
+                oversampling,
+                flipProbability,
+                brightnessFactor,
+                brightnessProbability,
+                noiseStd,
+                noiseProbability,
+                voxels);
+    }
+
+    public TransformConfig withOversampling(double p) {
+        return new TransformConfig(
+                patch,
+                p,
+                flipProbability,
+                brightnessFactor,
+                brightnessProbability,
+                noiseStd,
+                noiseProbability,
+                voxelsPerStep);
+    }
+
+    private static void checkProbability(String name, double p) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException(name + " must be in [0, 1]: " + p);
+        }
+    }
+}
