@@ -33,7 +33,8 @@ public final class SampleRandom {
         FLIP,
         BRIGHTNESS,
         NOISE_DECISION,
-        NOISE_VALUES
+        NOISE_VALUES,
+        EPOCH_ORDER
     }
 
     static long mix(long z) {
