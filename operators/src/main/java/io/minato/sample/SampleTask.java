@@ -1,0 +1,13 @@
+package io.minato.sample;
+
+import io.minato.transform.SampleKey;
+
+/**
+ * What the source emits: a sample to prepare, not its data. {@code caseIndex} points into the job's
+ * list of training cases.
+ */
+public record SampleTask(long seed, int epoch, long index, int caseIndex) {
+    public SampleKey key() {
+        return new SampleKey(seed, epoch, index);
+    }
+}
