@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicInteger;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -145,17 +144,5 @@ public final class GenerateCommand implements Callable<Integer> {
 
     private ParameterException invalid(String message) {
         return new ParameterException(spec.commandLine(), message);
-    }
-
-    /** For running the generator alone; the project's {@code Main} adds this as a subcommand. */
-    public static void main(String[] args) {
-        CommandLine cli = new CommandLine(new GenerateCommand());
-        // One line, not the whole usage text, for a bad option value.
-        cli.setParameterExceptionHandler(
-                (e, a) -> {
-                    e.getCommandLine().getErr().println("generate: " + e.getMessage());
-                    return e.getCommandLine().getCommandSpec().exitCodeOnInvalidInput();
-                });
-        System.exit(cli.execute(args));
     }
 }

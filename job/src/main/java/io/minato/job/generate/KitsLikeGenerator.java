@@ -1,5 +1,7 @@
 package io.minato.job.generate;
 
+import io.minato.npy.DType;
+import io.minato.npy.NpyWriter;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -146,8 +148,8 @@ public final class KitsLikeGenerator {
         byte[] label = new byte[slice];
         Path imagePath = imagePath(outDir, caseId);
         Path labelPath = labelPath(outDir, caseId);
-        try (NpyFileWriter x = NpyFileWriter.open(imagePath, NpyFileWriter.DType.FLOAT32, shape);
-                NpyFileWriter y = NpyFileWriter.open(labelPath, NpyFileWriter.DType.UINT8, shape)) {
+        try (NpyWriter.Stream x = NpyWriter.open(imagePath, DType.FLOAT32, shape);
+                NpyWriter.Stream y = NpyWriter.open(labelPath, DType.UINT8, shape)) {
             for (int z = 0; z < kase.depth; z++) {
                 kase.paintSlice(z, image, label);
                 imageFloats.put(image);

@@ -1,0 +1,125 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.job.generate.KitsLikeGenerator;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MainTest {
+    @TempDir static Path data;
+
+    @BeforeAll
+    static void generate() throws Exception {
+        KitsLikeGenerator.builder().optCases(6).optScale(0.1).optSeed(3).build().generate(data);
+    }
+
+    @Test
+    void shouldProfileEveryTrainingSampleOverallAndPerTransform() {
+        Run run =
+                run(
+                        "profile",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "8",
+                        "--eval-cases",
+                        "1",
+                        "--epochs",
+                        "3");
+        assertThat(run.status).as(run.err).isZero();
+        assertThat(run.out)
+                .contains("5 training cases (1 held out, 0 quarantined), patch 8^3")
+                .containsPattern("prepare, CPU\\s+15 ")
+                .contains("RandBalancedCrop+Cast", "RandFlip", "RandomBrightness", "GaussianNoise")
+                .contains("tail: max / p50 =");
+    }
+
+    @Test
+    void shouldStopOnABadCaseWithOneLineNamingTheFile() throws Exception {
+        Path bad = copyWithTruncatedLabel("bad-fail");
+        Run run = run("profile", "--data", bad.toString(), "--patch", "8", "--eval-cases", "1");
+        assertThat(run.status).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(run.err.strip())
+                .doesNotContain("\n")
+                .contains("case_00002_y.npy")
+                .contains("the file holds");
+        assertThat(run.out).isEmpty();
+    }
+
+    @Test
+    void shouldSkipABadCaseAndCountItAsQuarantinedWhenAsked() throws Exception {
+        Path bad = copyWithTruncatedLabel("bad-skip");
+        Run run =
+                run(
+                        "profile",
+                        "--data",
+                        bad.toString(),
+                        "--patch",
+                        "8",
+                        "--eval-cases",
+                        "1",
+                        "--on-bad-sample",
+                        "skip");
+        assertThat(run.status).as(run.err).isZero();
+        assertThat(run.out).contains("4 training cases (1 held out, 1 quarantined)");
+        assertThat(run.err).contains("skipped: ").contains("case_00002_y.npy");
+    }
+
+    @Test
+    void shouldRefuseAPatchLargerThanTheVolumesBeforePreparingAnything() {
+        Run run = run("profile", "--data", data.toString(), "--patch", "128", "--eval-cases", "1");
+        assertThat(run.status).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(run.err).contains("smaller than the patch 128x128x128; use a smaller --patch");
+    }
+
+    @Test
+    void shouldAnswerAnUnknownOptionWithOneLineAndUsageStatus() {
+        Run run = run("profile", "--no-such-option");
+        assertThat(run.status).isEqualTo(2);
+        assertThat(run.err.strip()).doesNotContain("\n").contains("--no-such-option");
+    }
+
+    private Path copyWithTruncatedLabel(String name) throws Exception {
+        Path dir = Files.createDirectories(data.resolveSibling(data.getFileName() + "-" + name));
+        try (var files = Files.list(data)) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                Files.copy(
+                        f,
+                        dir.resolve(f.getFileName()),
+                        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+        Path label = dir.resolve("case_00002_y.npy");
+        byte[] bytes = Files.readAllBytes(label);
+        Files.write(label, java.util.Arrays.copyOf(bytes, bytes.length / 2));
+        return dir;
+    }
+
+    record Run(int status, String out, String err) {}
+
+    private static synchronized Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Main.run(args);
+            return new Run(
+                    status,
+                    out.toString(StandardCharsets.UTF_8),
+                    err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+}
