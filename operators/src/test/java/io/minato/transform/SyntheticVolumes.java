@@ -3,11 +3,11 @@ package io.minato.transform;
 import java.util.SplittableRandom;
 
 /** Small in-memory volumes with ellipsoid "kidneys" (1) holding "tumours" (2), for tests. */
-final class SyntheticVolumes {
+public final class SyntheticVolumes {
     private SyntheticVolumes() {}
 
     /** Random ellipsoids of both classes plus a few isolated voxels; image = a smooth ramp. */
-    static Volume blobs(Shape3 s, long seed) {
+    public static Volume blobs(Shape3 s, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         byte[] label = new byte[(int) s.voxels()];
         float[] image = new float[(int) s.voxels()];

@@ -1,0 +1,86 @@
+package io.minato.loader;
+
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.sample.UnfinishedSample;
+import io.minato.stats.CpuClock;
+import io.minato.transform.Preparation;
+import io.minato.transform.TransformConfig;
+import io.minato.transform.Volume;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+
+/**
+ * A fast worker: prepares a sample under a deadline. Done in time, the sample leaves on the main
+ * output; past the deadline it leaves at the next step boundary on the {@link #SLOW} side output,
+ * unfinished, and the worker takes the next sample at once.
+ */
+public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample> {
+    private static final long serialVersionUID = 1L;
+
+    /** Samples that passed their deadline, to be finished by the {@link SlowPath}. */
+    public static final OutputTag<UnfinishedSample> SLOW = new OutputTag<>("slow") {};
+
+    private final CaseTable cases;
+    private final TransformConfig config;
+    private final TimeoutPolicy timeoutSetting;
+
+    private transient TimeoutPolicy timeout;
+    private transient Counter fast;
+    private transient Counter slow;
+
+    public AugmentOperator(CaseTable cases, TransformConfig config, TimeoutPolicy timeout) {
+        this.cases = cases;
+        this.config = config;
+        this.timeoutSetting = timeout;
+    }
+
+    @Override
+    public void open(OpenContext openContext) {
+        timeout = timeoutSetting.copy();
+        var metrics = getRuntimeContext().getMetricGroup();
+        fast = metrics.counter("samplesFast");
+        slow = metrics.counter("samplesSlow");
+        metrics.gauge(
+                "timeoutMs",
+                () ->
+                        timeout.timeoutNanos() == Long.MAX_VALUE
+                                ? -1.0
+                                : timeout.timeoutNanos() / 1e6);
+    }
+
+    @Override
+    public void processElement(SampleTask task, Context ctx, Collector<PreparedSample> out)
+            throws Exception {
+        long start = System.nanoTime();
+        long cpu0 = CpuClock.threadNanos();
+        long budget = timeout.timeoutNanos();
+        Volume volume = cases.volume(task.caseIndex());
+        Preparation p = Preparation.start(task.key());
+        while (!p.isDone()) {
+            p.advance(volume, config);
+            if (!p.isDone() && System.nanoTime() - start > budget) {
+                break;
+            }
+        }
+        long cpu = CpuClock.threadNanos() - cpu0;
+        if (p.isDone()) {
+            timeout.finished(System.nanoTime() - start);
+            fast.inc();
+            out.collect(new PreparedSample(task, SamplePath.FAST, cpu, p.result()));
+        } else {
+            timeout.cutOff();
+            slow.inc();
+            ctx.output(SLOW, new UnfinishedSample(task, p, cpu));
+        }
+    }
+
+    /** The worker's current deadline in milliseconds (-1 before the first estimate), for tests. */
+    double timeoutMs() {
+        return timeout.timeoutNanos() == Long.MAX_VALUE ? -1 : timeout.timeoutNanos() / 1e6;
+    }
+}

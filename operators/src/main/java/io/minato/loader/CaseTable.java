@@ -1,0 +1,65 @@
+package io.minato.loader;
+
+import io.minato.data.BadInputException;
+import io.minato.data.CaseCheck;
+import io.minato.data.CaseFiles;
+import io.minato.transform.Volume;
+import java.io.Serializable;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The training cases as the operators see them: file names by case index (serializable, shipped
+ * with the job graph), opened lazily and kept mapped in a small per-operator cache.
+ */
+public final class CaseTable implements Serializable {
+    private static final long serialVersionUID = 1L;
+    private static final int OPEN_VOLUMES = 64;
+
+    private final String[] names;
+    private final String[] images;
+    private final String[] labels;
+    private transient Map<Integer, Volume> open;
+
+    public CaseTable(List<CaseFiles> cases) {
+        int n = cases.size();
+        names = new String[n];
+        images = new String[n];
+        labels = new String[n];
+        for (int i = 0; i < n; i++) {
+            names[i] = cases.get(i).name();
+            images[i] = cases.get(i).image().toAbsolutePath().toString();
+            labels[i] = cases.get(i).label().toAbsolutePath().toString();
+        }
+    }
+
+    public int size() {
+        return names.length;
+    }
+
+    public CaseFiles files(int caseIndex) {
+        return new CaseFiles(
+                names[caseIndex], Path.of(images[caseIndex]), Path.of(labels[caseIndex]));
+    }
+
+    /** The case's volumes, memory mapped; mappings are reused across samples of the same case. */
+    public Volume volume(int caseIndex) throws BadInputException {
+        if (open == null) {
+            open =
+                    new LinkedHashMap<>(16, 0.75f, true) {
+                        @Override
+                        protected boolean removeEldestEntry(Map.Entry<Integer, Volume> eldest) {
+                            return size() > OPEN_VOLUMES;
+                        }
+                    };
+        }
+        Volume v = open.get(caseIndex);
+        if (v == null) {
+            v = CaseCheck.open(files(caseIndex));
+            open.put(caseIndex, v);
+        }
+        return v;
+    }
+}

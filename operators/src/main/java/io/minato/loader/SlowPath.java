@@ -1,0 +1,49 @@
+package io.minato.loader;
+
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.UnfinishedSample;
+import io.minato.stats.CpuClock;
+import io.minato.transform.Preparation;
+import io.minato.transform.TransformConfig;
+import io.minato.transform.Volume;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.Collector;
+
+/**
+ * Finishes samples that passed their deadline on a fast worker, from the step they reached: no step
+ * is redone, and the result is the one the fast path would have produced.
+ */
+public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> {
+    private static final long serialVersionUID = 1L;
+
+    private final CaseTable cases;
+    private final TransformConfig config;
+    private transient Counter finished;
+
+    public SlowPath(CaseTable cases, TransformConfig config) {
+        this.cases = cases;
+        this.config = config;
+    }
+
+    @Override
+    public void open(OpenContext openContext) {
+        finished = getRuntimeContext().getMetricGroup().counter("samplesFinished");
+    }
+
+    @Override
+    public void processElement(UnfinishedSample sample, Context ctx, Collector<PreparedSample> out)
+            throws Exception {
+        long cpu0 = CpuClock.threadNanos();
+        Volume volume = cases.volume(sample.task().caseIndex());
+        Preparation p = sample.preparation();
+        while (!p.isDone()) {
+            p.advance(volume, config);
+        }
+        long cpu = sample.prepCpuNanos() + CpuClock.threadNanos() - cpu0;
+        finished.inc();
+        out.collect(new PreparedSample(sample.task(), SamplePath.SLOW, cpu, p.result()));
+    }
+}

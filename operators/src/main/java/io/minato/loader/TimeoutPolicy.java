@@ -1,0 +1,98 @@
+package io.minato.loader;
+
+import java.io.Serializable;
+import java.util.Arrays;
+
+/**
+ * The fast/slow deadline of one augment worker: fixed, or adapted to recently observed preparation
+ * times so that roughly the slowest {@link #SLOW_SHARE} of samples goes slow.
+ *
+ * <p>Auto keeps a window of recent outcomes. A sample cut off at its deadline is censored: only
+ * known to be slower than the deadline. The timeout is the (1 - share) quantile of the window with
+ * censored samples counted as infinitely slow; when more than the share was cut off, that quantile
+ * is unknown and the timeout grows by half. Until the window holds {@link #WARMUP} samples there is
+ * no deadline, so the first estimates are uncensored.
+ */
+public final class TimeoutPolicy implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    public static final double SLOW_SHARE = 0.1;
+    static final int WINDOW = 256;
+    static final int WARMUP = 16;
+
+    /** Never below this: a deadline shorter than a step boundary would send everything slow. */
+    static final long MIN_NANOS = 100_000;
+
+    private final long fixedNanos;
+    private final long[] window = new long[WINDOW];
+    private int size;
+    private int next;
+    private long current = Long.MAX_VALUE;
+
+    private TimeoutPolicy(long fixedNanos) {
+        this.fixedNanos = fixedNanos;
+        if (fixedNanos > 0) {
+            current = fixedNanos;
+        }
+    }
+
+    /** Parses {@code auto} or a number of milliseconds. */
+    public static TimeoutPolicy parse(String spec) {
+        if ("auto".equalsIgnoreCase(spec)) {
+            return new TimeoutPolicy(0);
+        }
+        try {
+            double ms = Double.parseDouble(spec);
+            if (ms > 0 && Double.isFinite(ms)) {
+                return new TimeoutPolicy((long) (ms * 1e6));
+            }
+        } catch (NumberFormatException e) {
+            // falls through to the error below
+        }
+        throw new IllegalArgumentException(
+                "--timeout must be 'auto' or a positive number of milliseconds, not '"
+                        + spec
+                        + "'");
+    }
+
+    /** A fresh policy with the same setting, for one worker. */
+    public TimeoutPolicy copy() {
+        return new TimeoutPolicy(fixedNanos);
+    }
+
+    public boolean isAuto() {
+        return fixedNanos == 0;
+    }
+
+    /** The current deadline after a sample's start, in nanoseconds; Long.MAX_VALUE for none. */
+    public long timeoutNanos() {
+        return current;
+    }
+
+    /** A sample finished on the fast path after this many nanoseconds. */
+    public void finished(long nanos) {
+        record(nanos);
+    }
+
+    /** A sample was cut off at its deadline. */
+    public void cutOff() {
+        record(Long.MAX_VALUE);
+    }
+
+    private void record(long nanos) {
+        if (!isAuto()) {
+            return;
+        }
+        window[next] = nanos;
+        next = (next + 1) % WINDOW;
+        size = Math.min(WINDOW, size + 1);
+        if (size < WARMUP) {
+            return;
+        }
+        long[] sorted = Arrays.copyOf(window, size);
+        Arrays.sort(sorted);
+        long quantile = sorted[(int) Math.min(size - 1, Math.ceil((1 - SLOW_SHARE) * size) - 1)];
+        long proposed = quantile == Long.MAX_VALUE ? current + current / 2 : quantile;
+        current = Math.max(MIN_NANOS, proposed);
+    }
+}

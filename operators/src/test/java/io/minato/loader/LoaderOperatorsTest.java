@@ -1,0 +1,222 @@
+package io.minato.loader;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.minato.data.CaseFiles;
+import io.minato.npy.NpyWriter;
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.sample.UnfinishedSample;
+import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
+import io.minato.transform.Shape3;
+import io.minato.transform.SyntheticVolumes;
+import io.minato.transform.TransformConfig;
+import io.minato.transform.Volume;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
+import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
+import org.apache.flink.streaming.util.ProcessFunctionTestHarnesses;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LoaderOperatorsTest {
+    private static final Shape3 SHAPE = new Shape3(40, 36, 44);
+
+    /** Small steps, so that a short deadline cuts samples off in the middle of the chain. */
+    private static final TransformConfig CONFIG =
+            TransformConfig.mlperf(16).withVoxelsPerStep(2000);
+
+    @TempDir static Path dir;
+    static CaseTable cases;
+    static List<Volume> volumes = new ArrayList<>();
+
+    @BeforeAll
+    static void writeCases() throws Exception {
+        List<CaseFiles> files = new ArrayList<>();
+        for (int c = 0; c < 3; c++) {
+            Volume v = SyntheticVolumes.blobs(SHAPE, 100 + c);
+            volumes.add(v);
+            long[] shape = {1, SHAPE.d(), SHAPE.h(), SHAPE.w()};
+            float[] image = new float[(int) SHAPE.voxels()];
+            byte[] label = new byte[(int) SHAPE.voxels()];
+            v.image().get(0, image);
+            v.label().get(0, label);
+            Path x = dir.resolve("case_0000" + c + "_x.npy");
+            Path y = dir.resolve("case_0000" + c + "_y.npy");
+            NpyWriter.writeFloat32(x, shape, image);
+            NpyWriter.writeUint8(y, shape, label);
+            files.add(new CaseFiles("case_0000" + c, x, y));
+        }
+        cases = new CaseTable(files);
+    }
+
+    @Test
+    void shouldEmitSamplesDoneInTimeOnTheMainOutput() throws Exception {
+        try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
+                ProcessFunctionTestHarnesses.forProcessFunction(
+                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("60000")))) {
+            for (int i = 0; i < 12; i++) {
+                h.processElement(new SampleTask(7, 0, i, i % 3), i);
+            }
+            assertThat(h.extractOutputValues())
+                    .hasSize(12)
+                    .allMatch(s -> s.path() == SamplePath.FAST);
+            assertThat(h.getSideOutput(AugmentOperator.SLOW)).isNullOrEmpty();
+        }
+    }
+
+    @Test
+    void
+            shouldSendSamplesPastTheDeadlineUnfinishedToTheSideOutputAndTheSlowPathFinishesThemBitIdentically()
+                    throws Exception {
+        List<UnfinishedSample> unfinished = new ArrayList<>();
+        try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
+                ProcessFunctionTestHarnesses.forProcessFunction(
+                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("0.000001")))) {
+            for (int i = 0; i < 12; i++) {
+                h.processElement(new SampleTask(7, 0, i, i % 3), i);
+            }
+            assertThat(h.extractOutputValues()).isEmpty();
+            for (StreamRecord<UnfinishedSample> r : h.getSideOutput(AugmentOperator.SLOW)) {
+                unfinished.add(r.getValue());
+            }
+        }
+        // Left at the first step boundary: one step done, the rest still to do, no volume carried.
+        assertThat(unfinished).hasSize(12);
+        assertThat(unfinished).allMatch(u -> u.preparation().step() != Preparation.Step.START);
+        assertThat(unfinished).allMatch(u -> !u.preparation().isDone());
+
+        try (OneInputStreamOperatorTestHarness<UnfinishedSample, PreparedSample> h =
+                ProcessFunctionTestHarnesses.forProcessFunction(new SlowPath(cases, CONFIG))) {
+            for (UnfinishedSample u : unfinished) {
+                h.processElement(u, 0);
+            }
+            List<PreparedSample> done = h.extractOutputValues();
+            assertThat(done)
+                    .hasSize(12)
+                    .allMatch(s -> s.path() == SamplePath.SLOW && s.prepCpuNanos() > 0);
+            for (PreparedSample s : done) {
+                Patch expected =
+                        Preparation.prepare(
+                                s.task().key(), volumes.get(s.task().caseIndex()), CONFIG);
+                assertThat(s.patch().sameContent(expected)).as("sample %s", s.task()).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void shouldKeepPartialBatchesInKeyedStateAcrossASnapshotAndRestore() throws Exception {
+        DeviceKeys keys = new DeviceKeys(2);
+        int key = keys.keyOf(1);
+        OperatorSubtaskState snapshot;
+        try (KeyedOneInputStreamOperatorTestHarness<Integer, Tuple2<Integer, PreparedSample>, Batch>
+                h = assembler(keys)) {
+            h.open();
+            for (int i = 0; i < 5; i++) {
+                h.processElement(Tuple2.of(key, sample(i)), i);
+            }
+            List<Batch> batches = h.extractOutputValues();
+            assertThat(batches)
+                    .extracting(Batch::device, Batch::sequence)
+                    .containsExactly(
+                            org.assertj.core.groups.Tuple.tuple(1, 0L),
+                            org.assertj.core.groups.Tuple.tuple(1, 1L));
+            assertThat(batches.get(1).samples())
+                    .extracting(s -> s.task().index())
+                    .containsExactly(2L, 3L);
+            snapshot = h.snapshot(1, 10);
+        }
+        try (KeyedOneInputStreamOperatorTestHarness<Integer, Tuple2<Integer, PreparedSample>, Batch>
+                h = assembler(keys)) {
+            h.initializeState(snapshot);
+            h.open();
+            h.processElement(Tuple2.of(key, sample(5)), 20);
+            List<Batch> batches = h.extractOutputValues();
+            assertThat(batches).hasSize(1);
+            assertThat(batches.get(0).sequence()).isEqualTo(2);
+            assertThat(batches.get(0).samples())
+                    .extracting(s -> s.task().index())
+                    .containsExactly(4L, 5L);
+        }
+    }
+
+    @Test
+    void shouldPinEachDeviceToItsOwnSubtask() {
+        for (int devices = 1; devices <= 16; devices++) {
+            DeviceKeys keys = new DeviceKeys(devices);
+            Set<Integer> subtasks = new HashSet<>();
+            for (int d = 0; d < devices; d++) {
+                int subtask =
+                        KeyGroupRangeAssignment.assignKeyToParallelOperator(
+                                keys.keyOf(d), DeviceKeys.MAX_PARALLELISM, devices);
+                assertThat(subtask).isEqualTo(d);
+                assertThat(keys.deviceOf(keys.keyOf(d))).isEqualTo(d);
+                subtasks.add(subtask);
+            }
+            assertThat(subtasks).hasSize(devices);
+        }
+    }
+
+    @Test
+    void shouldAdaptTheTimeoutSoThatAboutTheSlowestTenthGoesSlow() {
+        TimeoutPolicy p = TimeoutPolicy.parse("auto");
+        assertThat(p.timeoutNanos()).isEqualTo(Long.MAX_VALUE); // no deadline while warming up
+        java.util.SplittableRandom r = new java.util.SplittableRandom(1);
+        int slow = 0;
+        int n = 5000;
+        for (int i = 0; i < n; i++) {
+            // 80 % take ~1 ms, 20 % 50-60 ms: the deadline settles inside the slow mode, where
+            // the slowest tenth begins, and about a tenth goes slow.
+            long t =
+                    r.nextInt(100) < 80
+                            ? 1_000_000 + r.nextInt(200_000)
+                            : 50_000_000 + r.nextInt(10_000_000);
+            if (t > p.timeoutNanos()) {
+                slow++;
+                p.cutOff();
+            } else {
+                p.finished(t);
+            }
+        }
+        assertThat(slow / (double) n).isBetween(0.07, 0.14);
+        assertThat(p.timeoutNanos()).isBetween(45_000_000L, 62_000_000L);
+    }
+
+    @Test
+    void shouldKeepAFixedTimeoutAndRefuseABadOne() {
+        TimeoutPolicy p = TimeoutPolicy.parse("25");
+        p.cutOff();
+        p.finished(1);
+        assertThat(p.timeoutNanos()).isEqualTo(25_000_000);
+        assertThatThrownBy(() -> TimeoutPolicy.parse("soon"))
+                .hasMessageContaining("--timeout must be 'auto'");
+        assertThatThrownBy(() -> TimeoutPolicy.parse("-3")).hasMessageContaining("positive");
+    }
+
+    private static KeyedOneInputStreamOperatorTestHarness<
+                    Integer, Tuple2<Integer, PreparedSample>, Batch>
+            assembler(DeviceKeys keys) throws Exception {
+        return new KeyedOneInputStreamOperatorTestHarness<>(
+                new KeyedProcessOperator<>(new BatchAssembler(keys, 2)), t -> t.f0, Types.INT);
+    }
+
+    private static PreparedSample sample(long index) {
+        Patch patch = new Patch(Shape3.cube(2), new float[8], new byte[8]);
+        return new PreparedSample(new SampleTask(7, 0, index, 0), SamplePath.FAST, 1000, patch);
+    }
+}
