@@ -50,7 +50,7 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
         out.writeInt(s.d());
         out.writeInt(s.h());
         out.writeInt(s.w());
-        BulkFloats.write(patch.image(), out);
+        BulkIo.write(patch.image(), out);
         out.write(patch.label());
     }
 
@@ -59,7 +59,7 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
         Shape3 shape = readShape(in);
         int voxels = (int) shape.voxels();
         float[] image = new float[voxels];
-        BulkFloats.readFully(in, image);
+        BulkIo.readFully(in, image);
         byte[] label = new byte[voxels];
         in.readFully(label);
         return new Patch(shape, image, label);
@@ -78,9 +78,7 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
         out.writeInt(shape.d());
         out.writeInt(shape.h());
         out.writeInt(shape.w());
-        int voxels = (int) shape.voxels();
-        out.write(in, voxels * Float.BYTES);
-        out.write(in, voxels);
+        BulkIo.copy(in, out, shape.voxels() * (Float.BYTES + 1));
     }
 
     private static Shape3 readShape(DataInputView in) throws IOException {

@@ -71,7 +71,9 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
 
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        out.write(in, SampleTaskSerializer.LENGTH + 1 + Long.BYTES);
+        TASK.copy(in, out);
+        PATH.copy(in, out);
+        out.writeLong(in.readLong());
         PATCH.copy(in, out);
     }
 

@@ -65,7 +65,7 @@ public final class SamplePathSerializer extends TypeSerializerSingleton<SamplePa
 
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        out.write(in, 1);
+        out.writeByte(in.readByte());
     }
 
     @Override

@@ -14,7 +14,7 @@ public final class SampleTaskSerializer extends TypeSerializerSingleton<SampleTa
 
     public static final SampleTaskSerializer INSTANCE = new SampleTaskSerializer();
 
-    static final int LENGTH = Long.BYTES + Integer.BYTES + Long.BYTES + Integer.BYTES;
+    private static final int LENGTH = Long.BYTES + Integer.BYTES + Long.BYTES + Integer.BYTES;
 
     private static final SampleTask EMPTY = new SampleTask(0, 0, 0, 0);
 
@@ -63,7 +63,10 @@ public final class SampleTaskSerializer extends TypeSerializerSingleton<SampleTa
 
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        out.write(in, LENGTH);
+        out.writeLong(in.readLong());
+        out.writeInt(in.readInt());
+        out.writeLong(in.readLong());
+        out.writeInt(in.readInt());
     }
 
     @Override

@@ -69,7 +69,8 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
 
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        out.write(in, SampleTaskSerializer.LENGTH + Long.BYTES);
+        TASK.copy(in, out);
+        out.writeLong(in.readLong());
         PREPARATION.copy(in, out);
     }
 
