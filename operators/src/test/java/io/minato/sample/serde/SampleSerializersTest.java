@@ -1,0 +1,230 @@
+package io.minato.sample.serde;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.UnfinishedSample;
+import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
+import io.minato.transform.Preparation.Step;
+import io.minato.transform.Shape3;
+import io.minato.transform.Volume;
+import java.io.IOException;
+import java.util.List;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.junit.jupiter.api.Test;
+
+class SampleSerializersTest {
+
+    private static final List<TypeSerializer<?>> ALL =
+            List.of(
+                    SampleTaskSerializer.INSTANCE,
+                    SamplePathSerializer.INSTANCE,
+                    PatchSerializer.INSTANCE,
+                    PreparationSerializer.INSTANCE,
+                    PreparedSampleSerializer.INSTANCE,
+                    UnfinishedSampleSerializer.INSTANCE,
+                    BatchSerializer.INSTANCE);
+
+    @Test
+    void shouldRoundTripEverySampleTypeByContent() throws IOException {
+        assertRoundTrip(SampleTaskSerializer.INSTANCE, SampleFixtures.task(9));
+        assertRoundTrip(SamplePathSerializer.INSTANCE, SamplePath.SLOW);
+        assertRoundTrip(PatchSerializer.INSTANCE, SampleFixtures.patch(new Shape3(2, 3, 4), 1));
+        assertRoundTrip(
+                PreparedSampleSerializer.INSTANCE,
+                SampleFixtures.prepared(5, SamplePath.SLOW, Shape3.cube(8)));
+        assertRoundTrip(
+                UnfinishedSampleSerializer.INSTANCE, SampleFixtures.unfinished(6, Step.FLIP));
+        assertRoundTrip(BatchSerializer.INSTANCE, SampleFixtures.batch(2, 11, 3));
+        assertRoundTrip(BatchSerializer.INSTANCE, new Batch(0, 0, List.of()));
+    }
+
+    @Test
+    void shouldRoundTripAFullSizePatchBitExactlyAtFiveBytesPerVoxel() throws IOException {
+        Patch patch = SampleFixtures.patch(Shape3.cube(128), 7);
+        byte[] bytes = serialize(PatchSerializer.INSTANCE, patch);
+        assertThat(bytes).hasSize(3 * Integer.BYTES + 5 * 128 * 128 * 128);
+        Patch back = deserialize(PatchSerializer.INSTANCE, bytes);
+        assertThat(back.sameContent(patch)).isTrue();
+    }
+
+    @Test
+    void shouldResumeAPreparationStoppedMidScanToTheSameResult() throws IOException {
+        UnfinishedSample stopped = SampleFixtures.unfinished(3, Step.SCAN);
+        assertThat(stopped.preparation().step()).isEqualTo(Step.SCAN);
+
+        UnfinishedSample back = assertRoundTrip(UnfinishedSampleSerializer.INSTANCE, stopped);
+
+        assertThat(back.preparation().step()).isEqualTo(Step.SCAN);
+        assertThat(finish(back.preparation()).sameContent(finish(stopped.preparation()))).isTrue();
+    }
+
+    @Test
+    void shouldResumeAPreparationStoppedAfterTheCropToTheSameResult() throws IOException {
+        Preparation cropped = SampleFixtures.preparationAt(4, Step.FLIP);
+
+        Preparation back = assertRoundTrip(PreparationSerializer.INSTANCE, cropped);
+
+        assertThat(back.step()).isEqualTo(Step.FLIP);
+        assertThat(finish(back).sameContent(finish(cropped))).isTrue();
+    }
+
+    @Test
+    void shouldCopyPatchArraysSoThatWritingIntoTheCopyLeavesTheOriginal() {
+        PreparedSample original = SampleFixtures.prepared(1, SamplePath.FAST, Shape3.cube(4));
+        float[] image = original.patch().image().clone();
+        byte[] label = original.patch().label().clone();
+
+        PreparedSample copy = PreparedSampleSerializer.INSTANCE.copy(original);
+        copy.patch().image()[5] = 1234f;
+        copy.patch().label()[5] = 9;
+
+        assertThat(copy.patch()).isNotSameAs(original.patch());
+        assertThat(original.patch().image()).isEqualTo(image);
+        assertThat(original.patch().label()).isEqualTo(label);
+    }
+
+    @Test
+    void shouldCopyEverySampleOfABatchDeeply() {
+        Batch original = SampleFixtures.batch(0, 1, 2);
+        Batch copy = BatchSerializer.INSTANCE.copy(original);
+
+        copy.samples().get(1).patch().image()[3] = -1e9f;
+
+        assertThat(SampleFixtures.sameContent(original, SampleFixtures.batch(0, 1, 2))).isTrue();
+    }
+
+    @Test
+    void shouldCopyAPreparationSoThatAdvancingTheCopyLeavesTheOriginal() {
+        UnfinishedSample original = SampleFixtures.unfinished(2, Step.CROP);
+        byte[] before = SampleFixtures.bytes(original.preparation());
+
+        UnfinishedSample copy = UnfinishedSampleSerializer.INSTANCE.copy(original);
+        finish(copy.preparation());
+
+        assertThat(copy.preparation()).isNotSameAs(original.preparation());
+        assertThat(original.preparation().step()).isEqualTo(Step.CROP);
+        assertThat(SampleFixtures.bytes(original.preparation())).isEqualTo(before);
+    }
+
+    @Test
+    void shouldStreamCopySerializedRecordsByteForByte() throws IOException {
+        assertStreamCopy(SampleTaskSerializer.INSTANCE, SampleFixtures.task(1));
+        assertStreamCopy(SamplePathSerializer.INSTANCE, SamplePath.FAST);
+        assertStreamCopy(PatchSerializer.INSTANCE, SampleFixtures.patch(Shape3.cube(5), 2));
+        assertStreamCopy(
+                PreparationSerializer.INSTANCE, SampleFixtures.preparationAt(3, Step.SCAN));
+        assertStreamCopy(
+                PreparedSampleSerializer.INSTANCE,
+                SampleFixtures.prepared(4, SamplePath.SLOW, Shape3.cube(6)));
+        assertStreamCopy(
+                UnfinishedSampleSerializer.INSTANCE, SampleFixtures.unfinished(5, Step.NOISE));
+        assertStreamCopy(BatchSerializer.INSTANCE, SampleFixtures.batch(1, 2, 3));
+    }
+
+    @Test
+    void shouldRestoreTheSameSerializerFromAWrittenSnapshot() throws IOException {
+        for (TypeSerializer<?> serializer : ALL) {
+            assertSnapshotRestores(serializer);
+        }
+    }
+
+    @Test
+    void shouldDuplicateToAnEqualSerializerBecauseNoneHoldsState() {
+        for (TypeSerializer<?> serializer : ALL) {
+            assertThat(serializer.duplicate()).isEqualTo(serializer).isSameAs(serializer);
+        }
+    }
+
+    @Test
+    void shouldRejectCorruptInputWithAnIOException() throws IOException {
+        assertThatThrownBy(() -> deserialize(SamplePathSerializer.INSTANCE, new byte[] {7}))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("ordinal 7");
+
+        DataOutputSerializer badShape = new DataOutputSerializer(16);
+        badShape.writeInt(4);
+        badShape.writeInt(0);
+        badShape.writeInt(4);
+        assertThatThrownBy(() -> deserialize(PatchSerializer.INSTANCE, badShape.getCopyOfBuffer()))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("4x0x4");
+
+        DataOutputSerializer badBatch = new DataOutputSerializer(16);
+        badBatch.writeInt(0);
+        badBatch.writeLong(0);
+        badBatch.writeInt(-3);
+        assertThatThrownBy(() -> deserialize(BatchSerializer.INSTANCE, badBatch.getCopyOfBuffer()))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("-3 samples");
+    }
+
+    private static Patch finish(Preparation p) {
+        Volume v = SampleFixtures.volume();
+        while (!p.isDone()) {
+            p.advance(v, SampleFixtures.CONFIG);
+        }
+        return p.result();
+    }
+
+    /** Round trip through Flink's own views; the reader must consume exactly what was written. */
+    private static <T> T assertRoundTrip(TypeSerializer<T> serializer, T value) throws IOException {
+        T back = deserialize(serializer, serialize(serializer, value));
+        assertThat(SampleFixtures.sameContent(back, value))
+                .as("%s round trip of %s", serializer.getClass().getSimpleName(), value)
+                .isTrue();
+        return back;
+    }
+
+    private static <T> void assertStreamCopy(TypeSerializer<T> serializer, T value)
+            throws IOException {
+        DataOutputSerializer original = new DataOutputSerializer(1024);
+        serializer.serialize(value, original);
+        serializer.serialize(value, original);
+        DataInputDeserializer in = new DataInputDeserializer(original.getCopyOfBuffer());
+        // A small start, so that the copy must grow the target as a record writer's would.
+        DataOutputSerializer copied = new DataOutputSerializer(16);
+        serializer.copy(in, copied);
+        serializer.copy(in, copied);
+        assertThat(in.available()).isZero();
+        assertThat(copied.getCopyOfBuffer()).isEqualTo(original.getCopyOfBuffer());
+    }
+
+    private static <T> void assertSnapshotRestores(TypeSerializer<T> serializer)
+            throws IOException {
+        TypeSerializerSnapshot<T> snapshot = serializer.snapshotConfiguration();
+        DataOutputSerializer out = new DataOutputSerializer(64);
+        TypeSerializerSnapshot.writeVersionedSnapshot(out, snapshot);
+        TypeSerializerSnapshot<T> read =
+                TypeSerializerSnapshot.readVersionedSnapshot(
+                        new DataInputDeserializer(out.getCopyOfBuffer()),
+                        SampleSerializersTest.class.getClassLoader());
+
+        assertThat(read).isInstanceOf(snapshot.getClass());
+        assertThat(read.restoreSerializer()).isEqualTo(serializer);
+        assertThat(snapshot.resolveSchemaCompatibility(read).isCompatibleAsIs())
+                .as("%s compatible with its own snapshot", serializer.getClass().getSimpleName())
+                .isTrue();
+    }
+
+    private static <T> byte[] serialize(TypeSerializer<T> serializer, T value) throws IOException {
+        DataOutputSerializer out = new DataOutputSerializer(1024);
+        serializer.serialize(value, out);
+        return out.getCopyOfBuffer();
+    }
+
+    private static <T> T deserialize(TypeSerializer<T> serializer, byte[] bytes)
+            throws IOException {
+        DataInputDeserializer in = new DataInputDeserializer(bytes);
+        T value = serializer.deserialize(in);
+        assertThat(in.available()).as("bytes left after deserializing").isZero();
+        return value;
+    }
+}
