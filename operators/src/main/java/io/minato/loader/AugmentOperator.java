@@ -4,6 +4,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
+import io.minato.sample.serde.SampleTypes;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Preparation;
 import io.minato.transform.TransformConfig;
@@ -23,7 +24,8 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     private static final long serialVersionUID = 1L;
 
     /** Samples that passed their deadline, to be finished by the {@link SlowPath}. */
-    public static final OutputTag<UnfinishedSample> SLOW = new OutputTag<>("slow") {};
+    public static final OutputTag<UnfinishedSample> SLOW =
+            new OutputTag<>("slow", SampleTypes.UNFINISHED_SAMPLE);
 
     private final CaseTable cases;
     private final TransformConfig config;

@@ -2,6 +2,7 @@ package io.minato.loader;
 
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.sample.serde.SampleTypes;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
@@ -9,7 +10,6 @@ import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -43,8 +43,7 @@ public class BatchAssembler
         var state = getRuntimeContext();
         pending =
                 state.getListState(
-                        new ListStateDescriptor<>(
-                                "pending", TypeInformation.of(PreparedSample.class)));
+                        new ListStateDescriptor<>("pending", SampleTypes.PREPARED_SAMPLE));
         pendingCount = state.getState(new ValueStateDescriptor<>("pendingCount", Types.INT));
         nextSequence = state.getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
     }

@@ -4,7 +4,6 @@ import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -441,10 +440,7 @@ public final class Preparation {
             out.writeInt(p.d());
             out.writeInt(p.h());
             out.writeInt(p.w());
-            ByteBuffer bytes =
-                    ByteBuffer.allocate(patch.image().length * 4).order(ByteOrder.LITTLE_ENDIAN);
-            bytes.asFloatBuffer().put(patch.image());
-            out.write(bytes.array());
+            FloatIo.write(patch.image(), out);
             out.write(patch.label());
         }
     }
@@ -468,10 +464,8 @@ public final class Preparation {
         if (in.readBoolean()) {
             Shape3 shape = new Shape3(in.readInt(), in.readInt(), in.readInt());
             int n = (int) shape.voxels();
-            byte[] raw = new byte[n * 4];
-            in.readFully(raw);
             float[] image = new float[n];
-            ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(image);
+            FloatIo.readFully(in, image);
             byte[] label = new byte[n];
             in.readFully(label);
             p.patch = new Patch(shape, image, label);

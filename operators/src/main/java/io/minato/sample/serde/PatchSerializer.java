@@ -1,5 +1,6 @@
 package io.minato.sample.serde;
 
+import io.minato.transform.FloatIo;
 import io.minato.transform.Patch;
 import io.minato.transform.Shape3;
 import java.io.IOException;
@@ -50,7 +51,7 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
         out.writeInt(s.d());
         out.writeInt(s.h());
         out.writeInt(s.w());
-        BulkIo.write(patch.image(), out);
+        FloatIo.write(patch.image(), out);
         out.write(patch.label());
     }
 
@@ -59,7 +60,7 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
         Shape3 shape = readShape(in);
         int voxels = (int) shape.voxels();
         float[] image = new float[voxels];
-        BulkIo.readFully(in, image);
+        FloatIo.readFully(in, image);
         byte[] label = new byte[voxels];
         in.readFully(label);
         return new Patch(shape, image, label);
