@@ -44,8 +44,11 @@ public final class CaseTable implements Serializable {
                 names[caseIndex], Path.of(images[caseIndex]), Path.of(labels[caseIndex]));
     }
 
-    /** The case's volumes, memory mapped; mappings are reused across samples of the same case. */
-    public Volume volume(int caseIndex) throws BadInputException {
+    /**
+     * The case's volumes, memory mapped; mappings are reused across samples of the same case.
+     * Synchronized because the in-order loader's workers share one table; opening only maps.
+     */
+    public synchronized Volume volume(int caseIndex) throws BadInputException {
         if (open == null) {
             open =
                     new LinkedHashMap<>(16, 0.75f, true) {

@@ -1,7 +1,9 @@
 package io.minato.transform;
 
+import java.io.Serializable;
+
 /** The spatial extent of a volume or patch, depth x height x width, C order. */
-public record Shape3(int d, int h, int w) {
+public record Shape3(int d, int h, int w) implements Serializable {
     public Shape3 {
         if (d <= 0 || h <= 0 || w <= 0) {
             throw new IllegalArgumentException(

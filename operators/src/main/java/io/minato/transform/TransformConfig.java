@@ -1,8 +1,11 @@
 package io.minato.transform;
 
+import java.io.Serializable;
+
 /**
  * The parameters of the MLPerf 3D-UNet training transforms, with the reference's defaults in one
- * place, plus how finely the heavy steps are split.
+ * place, plus how finely the heavy steps are split. Serializable: operators holding it ship in the
+ * job graph.
  */
 public record TransformConfig(
         Shape3 patch,
@@ -12,7 +15,8 @@ public record TransformConfig(
         double brightnessProbability,
         double noiseStd,
         double noiseProbability,
-        long voxelsPerStep) {
+        long voxelsPerStep)
+        implements Serializable {
 
     public static final int DEFAULT_PATCH = 128;
     public static final double DEFAULT_OVERSAMPLING = 0.4;

@@ -1,0 +1,349 @@
+package io.minato.loader;
+
+import io.minato.data.BadInputException;
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.stats.CpuClock;
+import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
+import io.minato.transform.TransformConfig;
+import io.minato.transform.Volume;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.BoundedOneInput;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+
+/**
+ * The in-order baseline loader, with PyTorch {@code DataLoader} semantics: batch k is the k-th run
+ * of B tasks, built whole by worker {@code k % W}, at most {@code prefetchFactor * W} batches in
+ * flight, emitted strictly in order to device {@code k % G}, so one slow sample holds back every
+ * batch behind it.
+ *
+ * <p>Run it at parallelism 1 (the batch numbering is global, as in one {@code DataLoader}); its
+ * parallelism is the W worker threads. Nothing in flight is checkpointed: the barrier waits until
+ * every dispatched batch is emitted, and the state is the partial batch plus the batch counter.
+ */
+public class InOrderLoader extends AbstractStreamOperator<Batch>
+        implements OneInputStreamOperator<SampleTask, Batch>, BoundedOneInput {
+    private static final long serialVersionUID = 1L;
+
+    /** DataLoader's default: two batches per worker dispatched ahead. */
+    public static final int DEFAULT_PREFETCH_FACTOR = 2;
+
+    private final CaseTable cases;
+    private final TransformConfig config;
+    private final int batchSize;
+    private final int devices;
+    private final int workers;
+    private final int prefetchFactor;
+
+    /** One single-thread executor per worker: its queue is DataLoader's per-worker index queue. */
+    private transient ExecutorService[] pool;
+
+    private transient ArrayDeque<InFlight> inFlight;
+    private transient List<SampleTask> grouping;
+    private transient long nextBatch;
+    private transient ListState<SampleTask> groupingState;
+    private transient ListState<Long> nextBatchState;
+
+    private transient Counter batches;
+    private transient Counter samplesDropped;
+
+    /** Written on the operator thread, read by the metric reporter. */
+    private transient volatile int outstanding;
+
+    private transient int maxOutstanding;
+
+    private record InFlight(long number, Future<List<PreparedSample>> samples) {}
+
+    /** Package-private so that tests can hold a batch back by overriding {@link #prepareSample}. */
+    InOrderLoader(Builder b) {
+        this.cases = b.cases;
+        this.config = b.config;
+        this.batchSize = b.batchSize;
+        this.devices = b.devices;
+        this.workers = b.workers;
+        this.prefetchFactor = b.prefetchFactor;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        var store = context.getOperatorStateStore();
+        groupingState =
+                store.getListState(
+                        new ListStateDescriptor<>(
+                                "grouping", TypeInformation.of(SampleTask.class)));
+        nextBatchState = store.getListState(new ListStateDescriptor<>("nextBatch", Types.LONG));
+        grouping = new ArrayList<>();
+        nextBatch = 0;
+        if (context.isRestored()) {
+            for (SampleTask t : groupingState.get()) {
+                grouping.add(t);
+            }
+            for (Long n : nextBatchState.get()) {
+                nextBatch = Math.max(nextBatch, n);
+            }
+        }
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
+        if (parallelism != 1) {
+            throw new IllegalStateException(
+                    "the in-order loader numbers batches globally and must run at parallelism 1,"
+                            + " not "
+                            + parallelism
+                            + "; use more workers instead");
+        }
+        inFlight = new ArrayDeque<>();
+        pool = new ExecutorService[workers];
+        for (int w = 0; w < workers; w++) {
+            String name = "in-order-loader-worker-" + w;
+            pool[w] =
+                    Executors.newSingleThreadExecutor(
+                            r -> {
+                                Thread t = new Thread(r, name);
+                                t.setDaemon(true);
+                                return t;
+                            });
+        }
+        var metrics = getMetricGroup();
+        batches = metrics.counter("batches");
+        samplesDropped = metrics.counter("samplesDropped");
+        metrics.gauge("outstanding", () -> outstanding);
+    }
+
+    @Override
+    public void processElement(StreamRecord<SampleTask> element) throws Exception {
+        grouping.add(element.getValue());
+        while (grouping.size() >= batchSize) {
+            List<SampleTask> tasks = List.copyOf(grouping.subList(0, batchSize));
+            grouping.subList(0, batchSize).clear();
+            dispatch(tasks);
+        }
+        // Hand over what is ready at the head without waiting, so a batch does not sit here
+        // until the limit forces it out; order is kept because only the head leaves.
+        while (!inFlight.isEmpty() && inFlight.peekFirst().samples().isDone()) {
+            emitOldest();
+        }
+    }
+
+    @Override
+    public void endInput() throws Exception {
+        drain();
+        // drop_last=True: the remainder of fewer than B tasks never becomes a batch.
+        samplesDropped.inc(grouping.size());
+        grouping.clear();
+    }
+
+    @Override
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        super.prepareSnapshotPreBarrier(checkpointId);
+        drain();
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        if (!inFlight.isEmpty()) {
+            throw new IllegalStateException(
+                    "snapshot with " + inFlight.size() + " batches in flight; no barrier drain");
+        }
+        groupingState.update(grouping);
+        nextBatchState.update(List.of(nextBatch));
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (pool != null) {
+            for (ExecutorService worker : pool) {
+                worker.shutdownNow();
+            }
+        }
+        super.close();
+    }
+
+    /** Waits for room (the backpressure), then queues batch k on worker k % W. */
+    private void dispatch(List<SampleTask> tasks) throws Exception {
+        while (inFlight.size() >= prefetchFactor * workers) {
+            emitOldest();
+        }
+        long k = nextBatch++;
+        Future<List<PreparedSample>> samples =
+                pool[(int) (k % workers)].submit(() -> prepare(tasks));
+        inFlight.addLast(new InFlight(k, samples));
+        outstanding = inFlight.size();
+        maxOutstanding = Math.max(maxOutstanding, outstanding);
+    }
+
+    private void drain() throws Exception {
+        while (!inFlight.isEmpty()) {
+            emitOldest();
+        }
+    }
+
+    /** Blocks on the oldest batch, however late, and emits it: the head-of-line effect. */
+    private void emitOldest() throws Exception {
+        InFlight head = inFlight.peekFirst();
+        List<PreparedSample> samples;
+        try {
+            samples = head.samples().get();
+        } catch (ExecutionException e) {
+            // Rethrown here, on the operator thread, so the task fails instead of waiting.
+            for (InFlight f : inFlight) {
+                f.samples().cancel(true);
+            }
+            Throwable cause = e.getCause();
+            if (cause instanceof Exception ex) {
+                throw ex;
+            }
+            if (cause instanceof Error err) {
+                throw err;
+            }
+            throw e;
+        }
+        inFlight.removeFirst();
+        outstanding = inFlight.size();
+        long k = head.number();
+        output.collect(new StreamRecord<>(new Batch((int) (k % devices), k / devices, samples)));
+        batches.inc();
+    }
+
+    /** A worker's job: the B samples of one batch, one after the other. */
+    private List<PreparedSample> prepare(List<SampleTask> tasks)
+            throws BadInputException, InterruptedException {
+        List<PreparedSample> out = new ArrayList<>(tasks.size());
+        for (SampleTask task : tasks) {
+            if (Thread.interrupted()) {
+                throw new InterruptedException("in-order loader closed");
+            }
+            out.add(prepareSample(task));
+        }
+        return out;
+    }
+
+    /** One sample, the whole chain on the calling worker; no slow path in this loader. */
+    PreparedSample prepareSample(SampleTask task) throws BadInputException {
+        long cpu0 = CpuClock.threadNanos();
+        Volume volume = cases.volume(task.caseIndex());
+        Patch patch = Preparation.prepare(task.key(), volume, config);
+        return new PreparedSample(task, SamplePath.FAST, CpuClock.threadNanos() - cpu0, patch);
+    }
+
+    /** Batches dispatched and not yet emitted. */
+    int outstanding() {
+        return outstanding;
+    }
+
+    /** The most batches ever outstanding at once, for tests of the prefetch limit. */
+    int maxOutstanding() {
+        return maxOutstanding;
+    }
+
+    /** Tasks of the final partial batch that endInput dropped. */
+    long samplesDropped() {
+        return samplesDropped.getCount();
+    }
+
+    /** Batches already prepared but held behind an unfinished head; operator thread only. */
+    int readyBehindHead() {
+        if (inFlight.isEmpty() || inFlight.peekFirst().samples().isDone()) {
+            return 0;
+        }
+        int ready = 0;
+        for (InFlight f : inFlight) {
+            if (f.samples().isDone()) {
+                ready++;
+            }
+        }
+        return ready;
+    }
+
+    /** Builds an {@link InOrderLoader}: {@code set*} required, {@code opt*} optional. */
+    public static final class Builder {
+        private CaseTable cases;
+        private TransformConfig config;
+        private int batchSize;
+        private int devices;
+        private int workers;
+        private int prefetchFactor = DEFAULT_PREFETCH_FACTOR;
+
+        private Builder() {}
+
+        public Builder setCases(CaseTable cases) {
+            this.cases = Objects.requireNonNull(cases, "cases");
+            return this;
+        }
+
+        public Builder setConfig(TransformConfig config) {
+            this.config = Objects.requireNonNull(config, "config");
+            return this;
+        }
+
+        /** B, the samples per batch. */
+        public Builder setBatchSize(int batchSize) {
+            this.batchSize = positive("batch size", batchSize);
+            return this;
+        }
+
+        /** G, the devices batches go to round robin. */
+        public Builder setDevices(int devices) {
+            this.devices = positive("devices", devices);
+            return this;
+        }
+
+        /** W, the worker threads, each building whole batches. */
+        public Builder setWorkers(int workers) {
+            this.workers = positive("workers", workers);
+            return this;
+        }
+
+        /** Batches dispatched ahead per worker; {@value #DEFAULT_PREFETCH_FACTOR} by default. */
+        public Builder optPrefetchFactor(int prefetchFactor) {
+            this.prefetchFactor = positive("prefetch factor", prefetchFactor);
+            return this;
+        }
+
+        public InOrderLoader build() {
+            if (cases == null || config == null) {
+                throw new IllegalStateException("the in-order loader needs cases and a config");
+            }
+            if (batchSize == 0 || devices == 0 || workers == 0) {
+                throw new IllegalStateException(
+                        "the in-order loader needs a batch size, devices and workers");
+            }
+            return new InOrderLoader(this);
+        }
+
+        private static int positive(String name, int value) {
+            if (value < 1) {
+                throw new IllegalArgumentException(name + " must be >= 1: " + value);
+            }
+            return value;
+        }
+    }
+}

@@ -1,0 +1,342 @@
+package io.minato.loader;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import io.minato.data.BadInputException;
+import io.minato.data.CaseFiles;
+import io.minato.npy.NpyWriter;
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
+import io.minato.transform.Shape3;
+import io.minato.transform.SyntheticVolumes;
+import io.minato.transform.TransformConfig;
+import io.minato.transform.Volume;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.IntUnaryOperator;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
+import org.apache.flink.util.InstantiationUtil;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class InOrderLoaderTest {
+    private static final long SEED = 11;
+    private static final Shape3 SHAPE = new Shape3(40, 36, 44);
+    private static final TransformConfig CONFIG = TransformConfig.mlperf(16);
+
+    @TempDir static Path dir;
+    static CaseTable cases;
+    static List<Volume> volumes = new ArrayList<>();
+
+    @BeforeAll
+    static void writeCases() throws Exception {
+        List<CaseFiles> files = new ArrayList<>();
+        for (int c = 0; c < 3; c++) {
+            Volume v = SyntheticVolumes.blobs(SHAPE, 200 + c);
+            volumes.add(v);
+            files.add(write(dir, "case_0000" + c, v));
+        }
+        cases = new CaseTable(files);
+    }
+
+    @Test
+    void shouldEmitBatchesInOrderToRoundRobinDevicesWithTheSamplesOfTheirFixedLists()
+            throws Exception {
+        // Cloned as the job graph ships it, so the operator must serialize.
+        InOrderLoader op =
+                InstantiationUtil.clone(
+                        InOrderLoader.builder()
+                                .setCases(cases)
+                                .setConfig(CONFIG)
+                                .setBatchSize(3)
+                                .setDevices(2)
+                                .setWorkers(3)
+                                .build());
+        List<Batch> out;
+        try (var h = harness(op)) {
+            h.open();
+            for (int i = 0; i < 15; i++) {
+                h.processElement(task(i, i % 3), i);
+            }
+            h.endInput();
+            out = h.extractOutputValues();
+        }
+        assertThat(out)
+                .extracting(Batch::device, Batch::sequence)
+                .containsExactly(
+                        org.assertj.core.groups.Tuple.tuple(0, 0L),
+                        org.assertj.core.groups.Tuple.tuple(1, 0L),
+                        org.assertj.core.groups.Tuple.tuple(0, 1L),
+                        org.assertj.core.groups.Tuple.tuple(1, 1L),
+                        org.assertj.core.groups.Tuple.tuple(0, 2L));
+        for (int k = 0; k < out.size(); k++) {
+            assertThat(indexes(out.get(k))).containsExactly(3L * k, 3L * k + 1, 3L * k + 2);
+        }
+        assertPreparedBitIdentically(out, CONFIG);
+        assertThat(out)
+                .flatExtracting(Batch::samples)
+                .allMatch(s -> s.path() == SamplePath.FAST && s.prepCpuNanos() > 0);
+    }
+
+    @Test
+    void shouldHoldABatchThatIsReadyBehindASlowerEarlierOne() throws Exception {
+        GatedLoader op = new GatedLoader(builder(2, 1, 2), 2);
+        try (var h = harness(op)) {
+            h.open();
+            feed(h, 0, 4, i -> i % 3); // batch 0 on worker 0 (held), batch 1 on worker 1
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (op.readyBehindHead() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertThat(op.readyBehindHead()).as("batch 1 ready behind batch 0").isEqualTo(1);
+            h.processElement(task(4, 0), 4);
+            assertThat(h.extractOutputValues()).as("nothing overtakes batch 0").isEmpty();
+            op.gate.countDown();
+            h.endInput();
+            assertThat(h.extractOutputValues()).extracting(Batch::sequence).containsExactly(0L, 1L);
+        }
+    }
+
+    @Test
+    void shouldKeepAtMostPrefetchFactorTimesWorkersBatchesOutstanding() throws Exception {
+        // W = 2 and the default prefetch factor 2: at most 4 batches dispatched, not emitted.
+        GatedLoader op = new GatedLoader(builder(2, 2, 2), 2);
+        try (var h = harness(op)) {
+            h.open();
+            feed(h, 0, 8, i -> i % 3);
+            assertThat(op.outstanding()).isEqualTo(4);
+            assertThat(h.extractOutputValues()).isEmpty();
+
+            // Batch 4 needs room: dispatching it blocks on batch 0 until the gate opens.
+            AtomicBoolean opened = new AtomicBoolean();
+            Thread opener =
+                    new Thread(
+                            () -> {
+                                sleep(200);
+                                opened.set(true);
+                                op.gate.countDown();
+                            });
+            opener.start();
+            feed(h, 8, 10, i -> i % 3);
+            assertThat(opened).as("blocked until batch 0 could finish").isTrue();
+            assertThat(h.extractOutputValues()).extracting(Batch::sequence).startsWith(0L);
+            opener.join();
+
+            for (int i = 10; i < 20; i++) {
+                h.processElement(task(i, i % 3), i);
+                assertThat(op.outstanding()).isLessThanOrEqualTo(4);
+            }
+            h.endInput();
+            assertThat(op.maxOutstanding()).isEqualTo(4);
+            assertThat(op.outstanding()).isZero();
+            List<Batch> out = h.extractOutputValues();
+            assertThat(out).hasSize(10);
+            for (int k = 0; k < out.size(); k++) {
+                assertThat(out.get(k).device()).isEqualTo(k % 2);
+                assertThat(out.get(k).sequence()).isEqualTo(k / 2);
+                assertThat(indexes(out.get(k))).containsExactly(2L * k, 2L * k + 1);
+            }
+        }
+    }
+
+    @Test
+    void shouldEmitEverythingOutstandingAtEndOfInputAndDropOnlyTheFinalPartialBatch()
+            throws Exception {
+        InOrderLoader op = loader(4, 1, 2);
+        try (var h = harness(op)) {
+            h.open();
+            feed(h, 0, 23, i -> i % 3);
+            h.endInput();
+            List<Batch> out = h.extractOutputValues();
+            assertThat(out).extracting(Batch::sequence).containsExactly(0L, 1L, 2L, 3L, 4L);
+            assertThat(out)
+                    .flatExtracting(InOrderLoaderTest::indexes)
+                    .hasSize(20)
+                    .doesNotContain(20L, 21L, 22L);
+            assertThat(op.samplesDropped()).isEqualTo(3);
+            assertThat(op.outstanding()).isZero();
+        }
+    }
+
+    @Test
+    void shouldContinueTheBatchNumberingAndLoseNoTaskAfterARestore() throws Exception {
+        IntUnaryOperator caseOf = i -> i % 3;
+        List<Batch> uninterrupted;
+        try (var h = harness(loader(3, 2, 2))) {
+            h.open();
+            feed(h, 0, 20, caseOf);
+            h.endInput();
+            uninterrupted = h.extractOutputValues();
+        }
+
+        List<Batch> resumed = new ArrayList<>();
+        OperatorSubtaskState snapshot;
+        try (var h = harness(loader(3, 2, 2))) {
+            h.open();
+            feed(h, 0, 8, caseOf); // two batches and two tasks of the third
+            h.prepareSnapshotPreBarrier(1);
+            resumed.addAll(h.extractOutputValues());
+            assertThat(resumed).as("drained before the barrier").hasSize(2);
+            snapshot = h.snapshot(1, 100);
+            // Processed after the checkpoint, then lost in a failure: the source replays them.
+            feed(h, 8, 14, caseOf);
+        }
+        try (var h = harness(loader(3, 2, 2))) {
+            h.initializeState(snapshot);
+            h.open();
+            feed(h, 8, 20, caseOf);
+            h.endInput();
+            resumed.addAll(h.extractOutputValues());
+        }
+        assertThat(resumed).hasSize(6);
+        for (int k = 0; k < resumed.size(); k++) {
+            Batch r = resumed.get(k);
+            Batch u = uninterrupted.get(k);
+            assertThat(r.device()).isEqualTo(u.device());
+            assertThat(r.sequence()).isEqualTo(u.sequence());
+            assertThat(indexes(r)).isEqualTo(indexes(u));
+        }
+        assertPreparedBitIdentically(resumed, CONFIG);
+    }
+
+    @Test
+    void shouldFailWithTheMissingFileNamedInsteadOfHanging(@TempDir Path own) throws Exception {
+        List<CaseFiles> files = new ArrayList<>();
+        for (int c = 0; c < 2; c++) {
+            files.add(write(own, "case_0010" + c, volumes.get(c)));
+        }
+        Path missing = files.get(1).image();
+        Files.delete(missing);
+        CaseTable broken = new CaseTable(files);
+        InOrderLoader op =
+                InOrderLoader.builder()
+                        .setCases(broken)
+                        .setConfig(CONFIG)
+                        .setBatchSize(2)
+                        .setDevices(1)
+                        .setWorkers(1)
+                        .optPrefetchFactor(1)
+                        .build();
+        assertTimeoutPreemptively(
+                Duration.ofSeconds(10),
+                () -> {
+                    try (var h = harness(op)) {
+                        h.open();
+                        // Batch 1 reads the deleted file; dispatching batch 2 waits for it.
+                        assertThatThrownBy(() -> feed(h, 0, 8, i -> i < 2 ? 0 : 1))
+                                .hasMessageContaining(missing.toString());
+                    }
+                });
+    }
+
+    private static InOrderLoader loader(int batchSize, int devices, int workers) {
+        return builder(batchSize, devices, workers).build();
+    }
+
+    private static InOrderLoader.Builder builder(int batchSize, int devices, int workers) {
+        return InOrderLoader.builder()
+                .setCases(cases)
+                .setConfig(CONFIG)
+                .setBatchSize(batchSize)
+                .setDevices(devices)
+                .setWorkers(workers);
+    }
+
+    /** Holds the samples with index below {@code held} until the test opens the gate. */
+    private static final class GatedLoader extends InOrderLoader {
+        private static final long serialVersionUID = 1L;
+        private final transient CountDownLatch gate = new CountDownLatch(1);
+        private final long held;
+
+        GatedLoader(InOrderLoader.Builder b, long held) {
+            super(b);
+            this.held = held;
+        }
+
+        @Override
+        PreparedSample prepareSample(SampleTask task) throws BadInputException {
+            if (task.index() < held) {
+                try {
+                    if (!gate.await(10, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("the test never opened the gate");
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                }
+            }
+            return super.prepareSample(task);
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static OneInputStreamOperatorTestHarness<SampleTask, Batch> harness(InOrderLoader op)
+            throws Exception {
+        return new OneInputStreamOperatorTestHarness<>(op);
+    }
+
+    private static void feed(
+            OneInputStreamOperatorTestHarness<SampleTask, Batch> h,
+            int from,
+            int to,
+            IntUnaryOperator caseOf)
+            throws Exception {
+        for (int i = from; i < to; i++) {
+            h.processElement(task(i, caseOf.applyAsInt(i)), i);
+        }
+    }
+
+    private static SampleTask task(long index, int caseIndex) {
+        return new SampleTask(SEED, 0, index, caseIndex);
+    }
+
+    private static List<Long> indexes(Batch b) {
+        return b.samples().stream().map(s -> s.task().index()).toList();
+    }
+
+    private static void assertPreparedBitIdentically(List<Batch> batches, TransformConfig config) {
+        for (Batch b : batches) {
+            for (PreparedSample s : b.samples()) {
+                Patch expected =
+                        Preparation.prepare(
+                                s.task().key(), volumes.get(s.task().caseIndex()), config);
+                assertThat(s.patch().sameContent(expected)).as("sample %s", s.task()).isTrue();
+            }
+        }
+    }
+
+    private static CaseFiles write(Path into, String name, Volume v) throws Exception {
+        Shape3 s = v.shape();
+        long[] shape = {1, s.d(), s.h(), s.w()};
+        float[] image = new float[(int) s.voxels()];
+        byte[] label = new byte[(int) s.voxels()];
+        v.image().get(0, image);
+        v.label().get(0, label);
+        Path x = into.resolve(name + "_x.npy");
+        Path y = into.resolve(name + "_y.npy");
+        NpyWriter.writeFloat32(x, shape, image);
+        NpyWriter.writeUint8(y, shape, label);
+        return new CaseFiles(name, x, y);
+    }
+}
