@@ -9,6 +9,7 @@ import io.minato.stats.CpuClock;
 import io.minato.transform.Preparation;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
+import org.apache.flink.api.common.accumulators.DoubleMaximum;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
@@ -27,6 +28,9 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     public static final OutputTag<UnfinishedSample> SLOW =
             new OutputTag<>("slow", SampleTypes.UNFINISHED_SAMPLE);
 
+    /** Accumulator: the largest final deadline over the workers, in ms (for the report). */
+    public static final String TIMEOUT_MS = "timeoutMs";
+
     private final CaseTable cases;
     private final TransformConfig config;
     private final TimeoutPolicy timeoutSetting;
@@ -34,6 +38,7 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     private transient TimeoutPolicy timeout;
     private transient Counter fast;
     private transient Counter slow;
+    private transient DoubleMaximum finalTimeoutMs;
 
     public AugmentOperator(CaseTable cases, TransformConfig config, TimeoutPolicy timeout) {
         this.cases = cases;
@@ -45,6 +50,8 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     public void open(OpenContext openContext) {
         timeout = timeoutSetting.copy();
         var metrics = getRuntimeContext().getMetricGroup();
+        finalTimeoutMs = new DoubleMaximum();
+        getRuntimeContext().addAccumulator(TIMEOUT_MS, finalTimeoutMs);
         fast = metrics.counter("samplesFast");
         slow = metrics.counter("samplesSlow");
         metrics.gauge(
@@ -78,6 +85,13 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
             timeout.cutOff();
             slow.inc();
             ctx.output(SLOW, new UnfinishedSample(task, p, cpu));
+        }
+    }
+
+    @Override
+    public void close() {
+        if (timeout != null && timeout.timeoutNanos() != Long.MAX_VALUE) {
+            finalTimeoutMs.add(timeout.timeoutNanos() / 1e6);
         }
     }
 
