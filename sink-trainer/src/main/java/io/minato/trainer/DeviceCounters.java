@@ -6,7 +6,9 @@ import io.minato.sample.SamplePath;
 
 /**
  * What one device has done so far; immutable, so that a checkpoint and the summary read a
- * consistent copy. Times of day are epoch millis (0: no step yet), durations nanos.
+ * consistent copy. Busy time is what the accelerator reports per step; wait time is the gaps
+ * between consecutive steps (start-up before the first step is not waiting). Times of day are epoch
+ * millis (0: no step yet), durations nanos.
  */
 public record DeviceCounters(
         long steps,
