@@ -1,0 +1,31 @@
+package io.minato.trainer;
+
+import io.minato.sample.Batch;
+
+/**
+ * One device's training step: a simulated sleep today, a DJL trainer later. Driven by a single
+ * worker thread of the {@link TrainerSink}, never concurrently.
+ */
+public interface Accelerator extends AutoCloseable {
+
+    /** Trains on one batch; the writer fails the job with whatever this throws. */
+    StepResult train(Batch batch) throws Exception;
+
+    /** "simulated", "cpu" or "gpu": the report's {@code accelerator.kind}. */
+    String kind();
+
+    /**
+     * The model and optimizer state, taken at a step boundary, so that it rides in the checkpoint
+     * with the batches still queued. Empty when there is no model.
+     */
+    default byte[] snapshot() throws Exception {
+        return new byte[0];
+    }
+
+    /** Restores what {@link #snapshot()} returned, before the first step after a failure. */
+    default void restore(byte[] state) throws Exception {}
+
+    /** Releases the device; no checked exception, so that closing never hides a step's failure. */
+    @Override
+    default void close() {}
+}

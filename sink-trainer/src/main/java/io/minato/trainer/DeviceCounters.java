@@ -1,0 +1,54 @@
+package io.minato.trainer;
+
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+
+/**
+ * What one device has done so far; immutable, so that a checkpoint and the summary read a
+ * consistent copy. Busy time is what the accelerator reports per step; wait time is the gaps
+ * between consecutive steps (start-up before the first step is not waiting). Times of day are epoch
+ * millis (0: no step yet), durations nanos.
+ */
+public record DeviceCounters(
+        long steps,
+        long fast,
+        long slow,
+        long busyNanos,
+        long waitNanos,
+        double firstLoss,
+        double lastLoss,
+        long firstStepStartMillis,
+        long lastStepEndMillis) {
+
+    public static final DeviceCounters ZERO =
+            new DeviceCounters(0, 0, 0, 0, 0, Double.NaN, Double.NaN, 0, 0);
+
+    public long samples() {
+        return fast + slow;
+    }
+
+    /** These counters after one more step on {@code batch}. */
+    DeviceCounters plusStep(
+            Batch batch, StepResult result, long waitNanos, long startMillis, long endMillis) {
+        long f = 0;
+        long s = 0;
+        for (PreparedSample sample : batch.samples()) {
+            if (sample.path() == SamplePath.FAST) {
+                f++;
+            } else {
+                s++;
+            }
+        }
+        return new DeviceCounters(
+                steps + 1,
+                fast + f,
+                slow + s,
+                busyNanos + result.busyNanos(),
+                this.waitNanos + waitNanos,
+                steps == 0 ? result.loss() : firstLoss,
+                result.loss(),
+                steps == 0 ? startMillis : firstStepStartMillis,
+                endMillis);
+    }
+}

@@ -1,0 +1,297 @@
+package io.minato.trainer;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What one trainer sink subtask did, written as {@code summary-device-<d>.json} at the end for the
+ * job driver's report. Losses are {@code NaN} (JSON null) when the accelerator reports none; step
+ * times are epoch millis, 0 when no step ran.
+ */
+public record DeviceSummary(
+        int device,
+        String accelerator,
+        long steps,
+        long samples,
+        long fast,
+        long slow,
+        double busySeconds,
+        double waitSeconds,
+        double firstLoss,
+        double lastLoss,
+        long firstStepStartMillis,
+        long lastStepEndMillis) {
+
+    public static DeviceSummary of(int device, String accelerator, DeviceCounters c) {
+        return new DeviceSummary(
+                device,
+                accelerator,
+                c.steps(),
+                c.samples(),
+                c.fast(),
+                c.slow(),
+                c.busyNanos() / 1e9,
+                c.waitNanos() / 1e9,
+                c.firstLoss(),
+                c.lastLoss(),
+                c.firstStepStartMillis(),
+                c.lastStepEndMillis());
+    }
+
+    /** Where device {@code device}'s summary lives in the output directory {@code dir}. */
+    public static Path file(Path dir, int device) {
+        return dir.resolve("summary-device-" + device + ".json");
+    }
+
+    public String toJson() {
+        return "{\"device\": "
+                + device
+                + ", \"accelerator\": "
+                + Json.quote(accelerator)
+                + ", \"steps\": "
+                + steps
+                + ", \"samples\": "
+                + samples
+                + ", \"fast\": "
+                + fast
+                + ", \"slow\": "
+                + slow
+                + ", \"busy_s\": "
+                + Json.number(busySeconds)
+                + ", \"wait_s\": "
+                + Json.number(waitSeconds)
+                + ", \"loss_first\": "
+                + Json.number(firstLoss)
+                + ", \"loss_last\": "
+                + Json.number(lastLoss)
+                + ", \"first_step_start_ms\": "
+                + firstStepStartMillis
+                + ", \"last_step_end_ms\": "
+                + lastStepEndMillis
+                + "}\n";
+    }
+
+    /** Writes this summary to {@code dir}, atomically: the driver never reads half a file. */
+    public Path write(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        Path target = file(dir, device);
+        Path tmp = Files.createTempFile(dir, target.getFileName().toString(), ".tmp");
+        try {
+            Files.writeString(tmp, toJson(), StandardCharsets.UTF_8);
+            Files.move(
+                    tmp,
+                    target,
+                    StandardCopyOption.REPLACE_EXISTING,
+                    StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+        return target;
+    }
+
+    /**
+     * Reads a summary file; a malformed one gets an IOException naming the file and the problem.
+     */
+    public static DeviceSummary read(Path file) throws IOException {
+        Map<String, Object> m;
+        try {
+            m = Json.parseFlatObject(Files.readString(file, StandardCharsets.UTF_8));
+            return new DeviceSummary(
+                    (int) Json.integer(m, "device"),
+                    Json.string(m, "accelerator"),
+                    Json.integer(m, "steps"),
+                    Json.integer(m, "samples"),
+                    Json.integer(m, "fast"),
+                    Json.integer(m, "slow"),
+                    Json.decimal(m, "busy_s"),
+                    Json.decimal(m, "wait_s"),
+                    Json.decimal(m, "loss_first"),
+                    Json.decimal(m, "loss_last"),
+                    Json.integer(m, "first_step_start_ms"),
+                    Json.integer(m, "last_step_end_ms"));
+        } catch (IllegalArgumentException e) {
+            throw new IOException("bad device summary " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Just enough JSON for a flat object of strings, numbers and nulls. */
+    static final class Json {
+        private Json() {}
+
+        static String number(double v) {
+            return Double.isFinite(v) ? Double.toString(v) : "null";
+        }
+
+        static String quote(String s) {
+            StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+            for (int i = 0; i < s.length(); i++) {
+                char c = s.charAt(i);
+                if (c == '"' || c == '\\') {
+                    b.append('\\').append(c);
+                } else if (c < 0x20) {
+                    b.append(String.format("\\u%04x", (int) c));
+                } else {
+                    b.append(c);
+                }
+            }
+            return b.append('"').toString();
+        }
+
+        /** Values: String, Double (numbers) or null. */
+        static Map<String, Object> parseFlatObject(String text) {
+            Parser p = new Parser(text);
+            Map<String, Object> out = new LinkedHashMap<>();
+            p.expect('{');
+            if (!p.tryConsume('}')) {
+                do {
+                    String key = p.string();
+                    p.expect(':');
+                    out.put(key, p.value());
+                } while (p.tryConsume(','));
+                p.expect('}');
+            }
+            p.end();
+            return out;
+        }
+
+        static long integer(Map<String, Object> m, String key) {
+            double v = decimal(m, key);
+            if (v != Math.rint(v) || Double.isNaN(v)) {
+                throw new IllegalArgumentException("\"" + key + "\" is not a whole number: " + v);
+            }
+            return (long) v;
+        }
+
+        static double decimal(Map<String, Object> m, String key) {
+            Object v = present(m, key);
+            if (v == null) {
+                return Double.NaN;
+            }
+            if (!(v instanceof Double d)) {
+                throw new IllegalArgumentException("\"" + key + "\" is not a number");
+            }
+            return d;
+        }
+
+        static String string(Map<String, Object> m, String key) {
+            if (!(present(m, key) instanceof String s)) {
+                throw new IllegalArgumentException("\"" + key + "\" is not a string");
+            }
+            return s;
+        }
+
+        private static Object present(Map<String, Object> m, String key) {
+            if (!m.containsKey(key)) {
+                throw new IllegalArgumentException("\"" + key + "\" is missing");
+            }
+            return m.get(key);
+        }
+
+        private static final class Parser {
+            private final String s;
+            private int i;
+
+            Parser(String s) {
+                this.s = s;
+            }
+
+            void skipSpace() {
+                while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
+                    i++;
+                }
+            }
+
+            boolean tryConsume(char c) {
+                skipSpace();
+                if (i < s.length() && s.charAt(i) == c) {
+                    i++;
+                    return true;
+                }
+                return false;
+            }
+
+            void expect(char c) {
+                if (!tryConsume(c)) {
+                    throw error("expected '" + c + "'");
+                }
+            }
+
+            void end() {
+                skipSpace();
+                if (i != s.length()) {
+                    throw error("unexpected text after the object");
+                }
+            }
+
+            Object value() {
+                skipSpace();
+                if (i >= s.length()) {
+                    throw error("expected a value");
+                }
+                char c = s.charAt(i);
+                if (c == '"') {
+                    return string();
+                }
+                if (s.startsWith("null", i)) {
+                    i += 4;
+                    return null;
+                }
+                int start = i;
+                while (i < s.length() && "+-.eE0123456789".indexOf(s.charAt(i)) >= 0) {
+                    i++;
+                }
+                try {
+                    return Double.valueOf(s.substring(start, i));
+                } catch (NumberFormatException e) {
+                    i = start;
+                    throw error("expected a string, number or null");
+                }
+            }
+
+            String string() {
+                expect('"');
+                StringBuilder b = new StringBuilder();
+                while (i < s.length()) {
+                    char c = s.charAt(i++);
+                    if (c == '"') {
+                        return b.toString();
+                    }
+                    if (c != '\\') {
+                        b.append(c);
+                        continue;
+                    }
+                    if (i >= s.length()) {
+                        break;
+                    }
+                    char e = s.charAt(i++);
+                    switch (e) {
+                        case '"', '\\', '/' -> b.append(e);
+                        case 'b' -> b.append('\b');
+                        case 'f' -> b.append('\f');
+                        case 'n' -> b.append('\n');
+                        case 'r' -> b.append('\r');
+                        case 't' -> b.append('\t');
+                        case 'u' -> {
+                            if (i + 4 > s.length()) {
+                                throw error("short \\u escape");
+                            }
+                            b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
+                            i += 4;
+                        }
+                        default -> throw error("bad escape \\" + e);
+                    }
+                }
+                throw error("unterminated string");
+            }
+
+            IllegalArgumentException error(String what) {
+                return new IllegalArgumentException(what + " at offset " + i);
+            }
+        }
+    }
+}

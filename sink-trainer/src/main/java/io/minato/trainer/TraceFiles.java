@@ -1,0 +1,69 @@
+package io.minato.trainer;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/** The delivery trace: one file of CSV lines per device, merged into the contract's CSV. */
+public final class TraceFiles {
+
+    /** The header of the merged trace (CONTRACT.md); per-device files have none. */
+    public static final String HEADER = "epoch,index,case,device,step,path";
+
+    private static final Pattern DEVICE_FILE = Pattern.compile("trace-device-(\\d+)\\.csv");
+
+    private TraceFiles() {}
+
+    /** Where device {@code device} appends its lines. */
+    public static Path deviceFile(Path dir, int device) {
+        return dir.resolve("trace-device-" + device + ".csv");
+    }
+
+    /**
+     * Writes {@code out}: the header, then every device file's lines, devices in order. Replaces
+     * {@code out} atomically, so a reader never sees half a trace.
+     */
+    public static void merge(Path dir, Path out) throws IOException {
+        List<Path> files = deviceFiles(dir);
+        Path parent = out.toAbsolutePath().getParent();
+        Files.createDirectories(parent);
+        Path tmp = Files.createTempFile(parent, out.getFileName().toString(), ".tmp");
+        try {
+            try (OutputStream os = Files.newOutputStream(tmp)) {
+                os.write((HEADER + "\n").getBytes(StandardCharsets.UTF_8));
+                for (Path f : files) {
+                    Files.copy(f, os);
+                }
+            }
+            Files.move(
+                    tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    /** The per-device trace files in {@code dir}, ordered by device. */
+    public static List<Path> deviceFiles(Path dir) throws IOException {
+        List<Path> files = new ArrayList<>();
+        try (Stream<Path> entries = Files.list(dir)) {
+            entries.filter(p -> DEVICE_FILE.matcher(p.getFileName().toString()).matches())
+                    .forEach(files::add);
+        }
+        files.sort(Comparator.comparingLong(TraceFiles::deviceOf));
+        return files;
+    }
+
+    private static long deviceOf(Path file) {
+        Matcher m = DEVICE_FILE.matcher(file.getFileName().toString());
+        return m.matches() ? Long.parseLong(m.group(1)) : -1;
+    }
+}

@@ -1,0 +1,108 @@
+package io.minato.trainer;
+
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleTask;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Appends one device's trace lines after each step. Its length at a checkpoint is the committed
+ * length that a restore truncates back to.
+ */
+final class TraceWriter implements Closeable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TraceWriter.class);
+
+    private final Path file;
+    private final int device;
+    private final FileChannel channel;
+    private long length;
+
+    private TraceWriter(Path file, int device, FileChannel channel, long length) {
+        this.file = file;
+        this.device = device;
+        this.channel = channel;
+        this.length = length;
+    }
+
+    /**
+     * Opens device {@code device}'s file in {@code dir}, cut to {@code committedLength} bytes: 0 on
+     * a fresh start, the checkpoint's length on a restore.
+     */
+    static TraceWriter open(Path dir, int device, long committedLength) throws IOException {
+        Files.createDirectories(dir);
+        Path file = TraceFiles.deviceFile(dir, device);
+        FileChannel channel =
+                FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        try {
+            long size = channel.size();
+            if (size < committedLength) {
+                // Lines of checkpointed steps are gone (file removed or on another machine's
+                // disk): training goes on, the trace is incomplete.
+                LOG.warn(
+                        "Trace file {} has {} bytes, less than the {} bytes committed by the"
+                                + " checkpoint; its earlier lines are lost",
+                        file,
+                        size,
+                        committedLength);
+            }
+            channel.truncate(committedLength);
+            long end = channel.size();
+            channel.position(end);
+            return new TraceWriter(file, device, channel, end);
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Appends a line for each sample of {@code batch}, trained in this device's step {@code step}.
+     */
+    void append(Batch batch, long step) throws IOException {
+        StringBuilder lines = new StringBuilder(batch.samples().size() * 32);
+        for (PreparedSample s : batch.samples()) {
+            SampleTask t = s.task();
+            lines.append(t.epoch())
+                    .append(',')
+                    .append(t.index())
+                    .append(',')
+                    .append(t.caseIndex())
+                    .append(',')
+                    .append(device)
+                    .append(',')
+                    .append(step)
+                    .append(',')
+                    .append(s.path().csv())
+                    .append('\n');
+        }
+        ByteBuffer bytes = ByteBuffer.wrap(lines.toString().getBytes(StandardCharsets.US_ASCII));
+        while (bytes.hasRemaining()) {
+            channel.write(bytes);
+        }
+        length = channel.position();
+    }
+
+    /** Bytes written so far. */
+    long length() {
+        return length;
+    }
+
+    Path file() {
+        return file;
+    }
+
+    @Override
+    public void close() throws IOException {
+        channel.close();
+    }
+}

@@ -1,0 +1,328 @@
+package io.minato.trainer;
+
+import io.minato.sample.Batch;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.groups.SinkWriterMetricGroup;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One device's trainer: a bounded queue of batches in front of one worker thread that trains on
+ * them. {@link #write} blocks while the queue is full, so backpressure, not buffering, holds the
+ * source back.
+ *
+ * <p>The queue depth counts the batch in training too: it stays at the queue's head until its step
+ * ends, so with depth Q the writer holds at most Q batches (Q - 1 prefetched while one trains).
+ */
+public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, TrainerWriterState> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TrainerSinkWriter.class);
+    private static final long CLOSE_JOIN_MILLIS = 60_000;
+
+    private final int device;
+    private final int queueDepth;
+    private final Accelerator accelerator;
+    private final TraceWriter trace; // null: no trace
+    private final Path outputDir; // null: no summary
+    private final Thread worker;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    // Guarded by lock. The head is the batch in training while stepRunning.
+    private final ArrayDeque<Batch> queue = new ArrayDeque<>();
+    private boolean stepRunning;
+    private int pendingSnapshots;
+    private boolean closing;
+    private IOException failure; // null: none
+    // No step since start or restore: the gap before the next one is start-up, not waiting.
+    private long lastStepEndNanos = -1;
+
+    // Written under lock; volatile for metric reporters.
+    private volatile DeviceCounters counters;
+    private volatile int held;
+
+    private final Counter stepsMetric;
+    private final Counter fastMetric;
+    private final Counter slowMetric;
+    private final Counter recordsSend;
+
+    TrainerSinkWriter(
+            int device,
+            int queueDepth,
+            Accelerator accelerator,
+            Path traceDir,
+            Path outputDir,
+            SinkWriterMetricGroup metrics,
+            TrainerWriterState restored)
+            throws IOException {
+        if (queueDepth < 1) {
+            throw new IllegalArgumentException("queue depth must be >= 1: " + queueDepth);
+        }
+        this.device = device;
+        this.queueDepth = queueDepth;
+        this.accelerator = accelerator;
+        this.outputDir = outputDir;
+        this.counters = restored == null ? DeviceCounters.ZERO : restored.counters();
+        if (restored != null) {
+            if (restored.device() != device) {
+                throw new IOException(
+                        "trainer sink subtask of device "
+                                + device
+                                + " got the state of device "
+                                + restored.device()
+                                + ": the sink's parallelism must equal the number of devices");
+            }
+            try {
+                accelerator.restore(restored.acceleratorState());
+            } catch (Exception e) {
+                throw new IOException("device " + device + ": cannot restore the model state", e);
+            }
+            queue.addAll(restored.queued());
+        }
+        this.held = queue.size();
+        this.trace =
+                traceDir == null
+                        ? null
+                        : TraceWriter.open(
+                                traceDir, device, restored == null ? 0 : restored.traceLength());
+
+        DeviceCounters c = counters;
+        stepsMetric = metrics.counter("steps");
+        fastMetric = metrics.counter("samplesFast");
+        slowMetric = metrics.counter("samplesSlow");
+        stepsMetric.inc(c.steps());
+        fastMetric.inc(c.fast());
+        slowMetric.inc(c.slow());
+        recordsSend = metrics.getNumRecordsSendCounter();
+        metrics.gauge("queueDepth", (Gauge<Integer>) () -> held);
+        metrics.gauge("busyMillis", (Gauge<Long>) () -> counters.busyNanos() / 1_000_000);
+        metrics.gauge("waitMillis", (Gauge<Long>) () -> counters.waitNanos() / 1_000_000);
+
+        worker = new Thread(this::runWorker, "trainer-device-" + device);
+        worker.setDaemon(true);
+        worker.start();
+    }
+
+    @Override
+    public void write(Batch batch, Context context) throws IOException, InterruptedException {
+        if (batch.device() != device) {
+            throw new IllegalStateException(
+                    "trainer sink subtask of device "
+                            + device
+                            + " got batch "
+                            + batch.sequence()
+                            + " of device "
+                            + batch.device()
+                            + ": route batches so that device i reaches subtask i");
+        }
+        lock.lockInterruptibly();
+        try {
+            while (failure == null && queue.size() >= queueDepth) {
+                changed.await();
+            }
+            throwIfFailed();
+            queue.addLast(batch);
+            held = queue.size();
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** At end of input, waits until every queued batch is trained and writes the summary. */
+    @Override
+    public void flush(boolean endOfInput) throws IOException, InterruptedException {
+        lock.lockInterruptibly();
+        try {
+            while (endOfInput && failure == null && !queue.isEmpty()) {
+                changed.await();
+            }
+            throwIfFailed();
+        } finally {
+            lock.unlock();
+        }
+        if (endOfInput) {
+            writeSummary();
+        }
+    }
+
+    /** Waits for the current step to end, then captures the queue, counters and model state. */
+    @Override
+    public List<TrainerWriterState> snapshotState(long checkpointId) throws IOException {
+        try {
+            lock.lockInterruptibly();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted before checkpoint " + checkpointId);
+        }
+        try {
+            // Holds the worker at the next step boundary, so a busy queue cannot starve this.
+            pendingSnapshots++;
+            while (failure == null && stepRunning) {
+                changed.await();
+            }
+            throwIfFailed();
+            byte[] model = accelerator.snapshot();
+            return List.of(
+                    new TrainerWriterState(
+                            device,
+                            List.copyOf(queue),
+                            counters,
+                            model,
+                            trace == null ? 0 : trace.length()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while taking checkpoint " + checkpointId);
+        } catch (IOException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IOException("device " + device + ": cannot snapshot the model state", e);
+        } finally {
+            pendingSnapshots--;
+            changed.signalAll();
+            lock.unlock();
+        }
+    }
+
+    /** Stops the worker (interrupting a running step), writes the summary, closes resources. */
+    @Override
+    public void close() throws IOException {
+        lock.lock();
+        try {
+            closing = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        worker.interrupt();
+        try {
+            worker.join(CLOSE_JOIN_MILLIS);
+        } catch (InterruptedException e) {
+            // Closing goes on: the resources below must still be released.
+            Thread.currentThread().interrupt();
+        }
+        if (worker.isAlive()) {
+            LOG.warn("Trainer of device {} did not stop within {} ms", device, CLOSE_JOIN_MILLIS);
+        }
+        try {
+            writeSummary();
+        } finally {
+            try {
+                if (trace != null) {
+                    trace.close();
+                }
+            } finally {
+                accelerator.close();
+            }
+        }
+    }
+
+    /** What this device has done so far. */
+    public DeviceCounters counters() {
+        return counters;
+    }
+
+    /** Batches held: queued plus the one in training. */
+    public int queued() {
+        return held;
+    }
+
+    public int device() {
+        return device;
+    }
+
+    private void runWorker() {
+        long step = -1;
+        try {
+            while (true) {
+                Batch batch;
+                lock.lock();
+                try {
+                    while (!closing && (queue.isEmpty() || pendingSnapshots > 0)) {
+                        changed.await();
+                    }
+                    if (closing) {
+                        return;
+                    }
+                    batch = queue.peekFirst();
+                    step = counters.steps();
+                    stepRunning = true;
+                } finally {
+                    lock.unlock();
+                }
+
+                long startMillis = System.currentTimeMillis();
+                long start = System.nanoTime();
+                StepResult result = accelerator.train(batch);
+                long end = System.nanoTime();
+                long endMillis = System.currentTimeMillis();
+                // Trace lines only for completed steps, before the step counts as done, so that a
+                // checkpoint's committed trace length covers exactly its steps.
+                if (trace != null) {
+                    trace.append(batch, step);
+                }
+
+                lock.lock();
+                try {
+                    long wait = lastStepEndNanos < 0 ? 0 : start - lastStepEndNanos;
+                    DeviceCounters before = counters;
+                    DeviceCounters after =
+                            before.plusStep(batch, result, wait, startMillis, endMillis);
+                    counters = after;
+                    lastStepEndNanos = end;
+                    // Metrics before the step counts as done: a drained queue shows them all.
+                    stepsMetric.inc();
+                    fastMetric.inc(after.fast() - before.fast());
+                    slowMetric.inc(after.slow() - before.slow());
+                    recordsSend.inc(batch.samples().size());
+                    queue.removeFirst();
+                    held = queue.size();
+                    stepRunning = false;
+                    changed.signalAll();
+                } finally {
+                    lock.unlock();
+                }
+            }
+        } catch (Throwable t) {
+            lock.lock();
+            try {
+                if (!closing) {
+                    failure =
+                            new IOException(
+                                    "device "
+                                            + device
+                                            + ": training step "
+                                            + step
+                                            + " failed: "
+                                            + t,
+                                    t);
+                }
+                stepRunning = false;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    private void throwIfFailed() throws IOException {
+        if (failure != null) {
+            throw new IOException(failure.getMessage(), failure.getCause());
+        }
+    }
+
+    private void writeSummary() throws IOException {
+        if (outputDir != null) {
+            DeviceSummary.of(device, accelerator.kind(), counters).write(outputDir);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+package io.minato.trainer;
+
+import io.minato.sample.Batch;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** Accelerators whose steps a test controls. */
+final class TestAccelerators {
+
+    private TestAccelerators() {}
+
+    /**
+     * Each step waits for a permit of a shared gate, so a test decides exactly when steps end. Its
+     * "model" is the number of steps it trained, so snapshots and restores can be checked.
+     */
+    static final class Gated implements Accelerator {
+        private final Gate gate;
+        private long trained;
+
+        Gated(Gate gate) {
+            this.gate = gate;
+        }
+
+        @Override
+        public StepResult train(Batch batch) throws InterruptedException {
+            long start = System.nanoTime();
+            gate.started.incrementAndGet();
+            gate.permits.acquire();
+            trained++;
+            gate.trained.add(batch);
+            return new StepResult(1.0 / trained, System.nanoTime() - start);
+        }
+
+        @Override
+        public String kind() {
+            return "gated";
+        }
+
+        @Override
+        public byte[] snapshot() {
+            return ByteBuffer.allocate(8).putLong(trained).array();
+        }
+
+        @Override
+        public void restore(byte[] state) {
+            trained = ByteBuffer.wrap(state).getLong();
+            gate.restoredSteps = trained;
+        }
+    }
+
+    /** Factory and remote control of {@link Gated} accelerators. */
+    static final class Gate implements AcceleratorFactory {
+        final transient Semaphore permits = new Semaphore(0);
+        final transient List<Batch> trained = new CopyOnWriteArrayList<>();
+        final transient AtomicInteger started = new AtomicInteger();
+        volatile long restoredSteps = -1;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Gated(this);
+        }
+
+        /** Lets {@code steps} more steps finish. */
+        void open(int steps) {
+            permits.release(steps);
+        }
+    }
+
+    /** Throws from step {@code failAt} (0-based) on; the steps before it succeed. */
+    record Failing(int failAt) implements AcceleratorFactory {
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private int steps;
+
+                @Override
+                public StepResult train(Batch batch) {
+                    if (steps++ >= failAt) {
+                        throw new IllegalStateException("simulated device fault");
+                    }
+                    return StepResult.noLoss(0);
+                }
+
+                @Override
+                public String kind() {
+                    return "failing";
+                }
+            };
+        }
+    }
+}

@@ -1,0 +1,43 @@
+package io.minato.trainer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TraceFilesTest {
+
+    @TempDir Path dir;
+
+    @Test
+    void shouldMergeDeviceFilesInDeviceOrderUnderOneHeader() throws IOException {
+        Files.writeString(TraceFiles.deviceFile(dir, 10), "0,5,1,10,0,slow\n");
+        Files.writeString(TraceFiles.deviceFile(dir, 2), "0,1,0,2,0,fast\n0,2,3,2,0,fast\n");
+        Files.writeString(TraceFiles.deviceFile(dir, 0), "");
+        Files.writeString(dir.resolve("summary-device-0.json"), "{}");
+        Path out = dir.resolve("report/trace.csv");
+
+        TraceFiles.merge(dir, out);
+
+        assertThat(Files.readAllLines(out))
+                .containsExactly(
+                        "epoch,index,case,device,step,path",
+                        "0,1,0,2,0,fast",
+                        "0,2,3,2,0,fast",
+                        "0,5,1,10,0,slow");
+        try (Stream<Path> left = Files.list(out.getParent())) {
+            assertThat(left).as("no temporary file left").containsExactly(out);
+        }
+    }
+
+    @Test
+    void shouldWriteOnlyTheHeaderWhenNoDeviceTrained() throws IOException {
+        Path out = dir.resolve("trace.csv");
+        TraceFiles.merge(dir, out);
+        assertThat(Files.readString(out)).isEqualTo(TraceFiles.HEADER + "\n");
+    }
+}

@@ -1,0 +1,309 @@
+package io.minato.trainer;
+
+import static io.minato.trainer.TestBatches.batch;
+import static io.minato.trainer.TestBatches.traceLines;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import io.minato.sample.Batch;
+import io.minato.sample.SamplePath;
+import io.minato.trainer.TestAccelerators.Failing;
+import io.minato.trainer.TestAccelerators.Gate;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Drives the trainer sink's writer directly, as the sink operator's task thread would. */
+class TrainerSinkWriterTest {
+
+    private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+    @TempDir Path tmp;
+    private final List<TrainerSinkWriter> writers = new ArrayList<>();
+
+    @AfterEach
+    void closeWriters() throws IOException {
+        for (TrainerSinkWriter w : writers) {
+            w.close();
+        }
+    }
+
+    @Test
+    void shouldBlockTheThirdWriteUntilAStepFinishesWithQueueDepthTwo() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeWriterContext(0, 1));
+
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    w.write(batch(0, 0), null);
+                    w.write(batch(0, 1), null);
+                });
+        Thread third = new Thread(() -> writeUnchecked(w, batch(0, 2)));
+        third.start();
+        await(() -> third.getState() == Thread.State.WAITING);
+        assertThat(third.isAlive()).isTrue();
+        assertThat(w.queued()).isEqualTo(2);
+        assertThat(w.counters().steps()).isZero();
+
+        gate.open(1);
+        third.join(TIMEOUT.toMillis());
+        assertThat(third.isAlive()).as("third write returned after one step").isFalse();
+        assertThat(w.counters().steps()).isEqualTo(1);
+        assertThat(w.queued()).isEqualTo(2);
+    }
+
+    @Test
+    void shouldReturnFromTheThirdWriteOnlyAfterTheFirstSlowSimulatedStepEnded() throws Exception {
+        TrainerSinkWriter w =
+                writer(sink(new SimulatedAccelerator.Factory(300), 2), new FakeWriterContext(0, 1));
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    w.write(batch(0, 0), null);
+                    w.write(batch(0, 1), null);
+                    w.write(batch(0, 2), null);
+                });
+        assertThat(w.counters().steps()).isGreaterThanOrEqualTo(1);
+    }
+
+    @Test
+    void shouldCountBusyTimeInsideStepsAndWaitTimeBetweenThem() throws Exception {
+        FakeWriterContext ctx = new FakeWriterContext(0, 1);
+        TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(50), 2), ctx);
+
+        w.write(batch(0, 0), null);
+        await(() -> w.counters().steps() == 1);
+        Thread.sleep(150); // the device idles: no batch
+        w.write(batch(0, 1), null);
+        w.write(batch(0, 2), null);
+        w.flush(true);
+
+        DeviceCounters c = w.counters();
+        assertThat(c.steps()).isEqualTo(3);
+        assertThat(c.busyNanos()).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(150));
+        assertThat(c.waitNanos())
+                .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(150))
+                .isLessThan(TimeUnit.SECONDS.toNanos(5));
+        assertThat(c.lastStepEndMillis() - c.firstStepStartMillis())
+                .isGreaterThanOrEqualTo(300 - 2);
+
+        FakeWriterContext.RecordingMetricGroup m = ctx.metrics;
+        assertThat(m.count("steps")).isEqualTo(3);
+        assertThat(m.count("samplesFast")).isEqualTo(3);
+        assertThat(m.count("samplesSlow")).isEqualTo(3);
+        assertThat((Long) m.gaugeValue("busyMillis")).isGreaterThanOrEqualTo(150);
+        assertThat((Long) m.gaugeValue("waitMillis")).isGreaterThanOrEqualTo(150);
+        assertThat(m.gaugeValue("queueDepth")).isEqualTo(0);
+    }
+
+    @Test
+    void shouldCheckpointAtAStepBoundaryAndRestoreQueuedBatchesModelAndTrace() throws Exception {
+        Path traces = tmp.resolve("trace");
+        Gate gate = new Gate();
+        TrainerSink sink = sink(gate, 3);
+        TrainerSinkWriter w = writer(sink, new FakeWriterContext(0, 1));
+        Batch b0 = batch(0, 0);
+        Batch b1 = batch(0, 1);
+        Batch b2 = batch(0, 2);
+        w.write(b0, null);
+        w.write(b1, null);
+        w.write(b2, null);
+        gate.open(1);
+        await(() -> gate.started.get() == 2); // step 1 (b1) is running
+        Path traceFile = TraceFiles.deviceFile(traces, 0);
+        assertThat(Files.readAllLines(traceFile)).isEqualTo(traceLines(b0, 0));
+
+        FutureTask<List<TrainerWriterState>> checkpoint =
+                new FutureTask<>(() -> w.snapshotState(1));
+        Thread taskThread = new Thread(checkpoint);
+        taskThread.start();
+        await(() -> taskThread.getState() == Thread.State.WAITING);
+        assertThat(checkpoint).as("waits for the running step").isNotDone();
+        gate.open(1);
+        TrainerWriterState state = checkpoint.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(0);
+
+        assertThat(state.device()).isZero();
+        assertThat(state.queued()).containsExactly(b2);
+        assertThat(state.counters().steps()).isEqualTo(2);
+        assertThat(state.counters().fast()).isEqualTo(2);
+        assertThat(state.acceleratorState()).isEqualTo(ByteBuffer.allocate(8).putLong(2).array());
+        assertThat(state.traceLength()).isEqualTo(Files.size(traceFile));
+
+        // Trained after the checkpoint, then lost in a failure: forgotten on restore.
+        gate.open(1);
+        await(() -> w.counters().steps() == 3);
+        assertThat(Files.readAllLines(traceFile)).hasSize(6);
+        w.close();
+        writers.remove(w);
+
+        SimpleVersionedSerializer<TrainerWriterState> serializer = sink.getWriterStateSerializer();
+        TrainerWriterState restored =
+                serializer.deserialize(serializer.getVersion(), serializer.serialize(state));
+        Gate gate2 = new Gate();
+        TrainerSink sink2 = sink(gate2, 3);
+        TrainerSinkWriter w2 = sink2.restoreWriter(new FakeWriterContext(0, 1), List.of(restored));
+        writers.add(w2);
+        assertThat(Files.size(traceFile)).isEqualTo(state.traceLength());
+        assertThat(gate2.restoredSteps).isEqualTo(2);
+        assertThat(w2.counters()).isEqualTo(state.counters());
+        assertThat(w2.queued()).isEqualTo(1);
+
+        gate2.open(1);
+        w2.flush(true);
+        List<String> expected = new ArrayList<>(traceLines(b0, 0));
+        expected.addAll(traceLines(b1, 1));
+        expected.addAll(traceLines(b2, 2));
+        assertThat(Files.readAllLines(traceFile)).isEqualTo(expected);
+        assertThat(gate2.trained).hasSize(1);
+        assertThat(gate2.trained.get(0).sequence()).isEqualTo(2);
+        DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0));
+        assertThat(summary.steps()).isEqualTo(3);
+        assertThat(summary.samples()).isEqualTo(6);
+    }
+
+    @Test
+    void shouldWriteTheDeviceSummaryAtEndOfInput() throws Exception {
+        TrainerSinkWriter w =
+                writer(sink(new SimulatedAccelerator.Factory(10), 2), new FakeWriterContext(1, 2));
+        long before = System.currentTimeMillis();
+        w.write(batch(1, 0, SamplePath.FAST, SamplePath.FAST), null);
+        w.write(batch(1, 1, SamplePath.SLOW, SamplePath.FAST), null);
+        w.write(batch(1, 2, SamplePath.FAST, SamplePath.SLOW), null);
+        w.flush(true);
+        long after = System.currentTimeMillis();
+
+        DeviceSummary s = DeviceSummary.read(tmp.resolve("out/summary-device-1.json"));
+        assertThat(s.device()).isEqualTo(1);
+        assertThat(s.accelerator()).isEqualTo("simulated");
+        assertThat(s.steps()).isEqualTo(3);
+        assertThat(s.samples()).isEqualTo(6);
+        assertThat(s.fast()).isEqualTo(4);
+        assertThat(s.slow()).isEqualTo(2);
+        assertThat(s.busySeconds()).isGreaterThanOrEqualTo(0.03);
+        assertThat(s.waitSeconds()).isGreaterThanOrEqualTo(0);
+        assertThat(s.firstLoss()).isNaN();
+        assertThat(s.lastLoss()).isNaN();
+        assertThat(s.firstStepStartMillis()).isBetween(before, s.lastStepEndMillis());
+        assertThat(s.lastStepEndMillis()).isLessThanOrEqualTo(after);
+        assertThat(s).isEqualTo(DeviceSummary.of(1, "simulated", w.counters()));
+        assertThat(Files.readAllLines(tmp.resolve("trace/trace-device-1.csv"))).hasSize(6);
+    }
+
+    @Test
+    void shouldRecordFirstAndLastLossOfTheAccelerator() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeWriterContext(0, 1));
+        gate.open(3);
+        for (int i = 0; i < 3; i++) {
+            w.write(batch(0, i), null);
+        }
+        w.flush(true);
+        assertThat(w.counters().firstLoss()).isEqualTo(1.0);
+        assertThat(w.counters().lastLoss()).isEqualTo(1.0 / 3);
+    }
+
+    @Test
+    void shouldFailTheNextFlushWhenAStepThrows() throws Exception {
+        TrainerSinkWriter w = writer(sink(new Failing(1), 2), new FakeWriterContext(0, 1));
+        w.write(batch(0, 0), null);
+        w.write(batch(0, 1), null);
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () ->
+                        assertThatThrownBy(() -> w.flush(true))
+                                .isInstanceOf(IOException.class)
+                                .hasMessageContaining("device 0: training step 1 failed")
+                                .hasRootCauseMessage("simulated device fault"));
+        assertThatThrownBy(() -> w.write(batch(0, 2), null)).isInstanceOf(IOException.class);
+    }
+
+    @Test
+    void shouldWakeAWriteBlockedOnAFullQueueWhenAStepThrows() throws Exception {
+        TrainerSinkWriter w = writer(sink(new Failing(0), 1), new FakeWriterContext(0, 1));
+        w.write(batch(0, 0), null);
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () ->
+                        assertThatThrownBy(() -> w.write(batch(0, 1), null))
+                                .isInstanceOf(IOException.class)
+                                .hasMessageContaining("training step 0 failed"));
+    }
+
+    @Test
+    void shouldRejectABatchOfAnotherDevice() throws Exception {
+        TrainerSinkWriter w = writer(sink(new Gate(), 2), new FakeWriterContext(0, 2));
+        assertThatThrownBy(() -> w.write(batch(1, 0), null))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("device 0 got batch 0 of device 1");
+    }
+
+    @Test
+    void shouldRefuseToRestoreTheStateOfAnotherDevice() {
+        TrainerWriterState other =
+                new TrainerWriterState(0, List.of(), DeviceCounters.ZERO, new byte[0], 0);
+        assertThatThrownBy(
+                        () ->
+                                sink(new Gate(), 2)
+                                        .restoreWriter(new FakeWriterContext(1, 2), List.of(other)))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("subtask 1 got the state of devices [0]");
+    }
+
+    @Test
+    void shouldStopARunningStepOnClose() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeWriterContext(0, 1));
+        w.write(batch(0, 0), null);
+        await(() -> gate.started.get() == 1);
+        writers.remove(w);
+        assertTimeoutPreemptively(TIMEOUT, w::close);
+        assertThat(DeviceSummary.read(tmp.resolve("out/summary-device-0.json")).steps()).isZero();
+    }
+
+    private TrainerSink sink(AcceleratorFactory accelerator, int queueDepth) {
+        return TrainerSink.builder()
+                .setAccelerator(accelerator)
+                .optQueueDepth(queueDepth)
+                .optOutputDir(tmp.resolve("out"))
+                .optTraceDir(tmp.resolve("trace"))
+                .build();
+    }
+
+    private TrainerSinkWriter writer(TrainerSink sink, FakeWriterContext ctx) throws IOException {
+        TrainerSinkWriter w = sink.createWriter(ctx);
+        writers.add(w);
+        return w;
+    }
+
+    private static void writeUnchecked(TrainerSinkWriter w, Batch b) {
+        try {
+            w.write(b, null);
+        } catch (IOException | InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    /** Polls {@code condition} until it holds; fails after {@link #TIMEOUT}. */
+    private static void await(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TIMEOUT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not met within " + TIMEOUT);
+            }
+            Thread.sleep(2);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package io.minato.trainer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import java.io.IOException;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class TrainerWriterStateSerializerTest {
+
+    private final TrainerWriterStateSerializer serializer = new TrainerWriterStateSerializer();
+
+    @Test
+    void shouldRoundTripQueuedBatchesCountersModelAndTraceLength() throws IOException {
+        List<Batch> queued =
+                List.of(
+                        TestBatches.batch(3, 7, SamplePath.SLOW, SamplePath.FAST, SamplePath.FAST),
+                        TestBatches.batch(3, 8));
+        DeviceCounters counters =
+                new DeviceCounters(7, 10, 4, 123_456_789, 987_654, 0.9, 0.25, 1_700_000, 1_800_000);
+        TrainerWriterState state =
+                new TrainerWriterState(3, queued, counters, new byte[] {1, 2, 3}, 4242);
+
+        TrainerWriterState back =
+                serializer.deserialize(serializer.getVersion(), serializer.serialize(state));
+
+        assertThat(back.device()).isEqualTo(3);
+        assertThat(back.counters()).isEqualTo(counters);
+        assertThat(back.acceleratorState()).containsExactly(1, 2, 3);
+        assertThat(back.traceLength()).isEqualTo(4242);
+        assertThat(back.queued()).hasSize(2);
+        for (int b = 0; b < queued.size(); b++) {
+            Batch expected = queued.get(b);
+            Batch actual = back.queued().get(b);
+            assertThat(actual.device()).isEqualTo(expected.device());
+            assertThat(actual.sequence()).isEqualTo(expected.sequence());
+            assertThat(actual.samples()).hasSameSizeAs(expected.samples());
+            for (int i = 0; i < expected.samples().size(); i++) {
+                PreparedSample e = expected.samples().get(i);
+                PreparedSample a = actual.samples().get(i);
+                assertThat(a.task()).isEqualTo(e.task());
+                assertThat(a.path()).isEqualTo(e.path());
+                assertThat(a.prepCpuNanos()).isEqualTo(e.prepCpuNanos());
+                assertThat(a.patch().sameContent(e.patch())).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void shouldRoundTripAnEmptyStateWithNaNLosses() throws IOException {
+        TrainerWriterState state =
+                new TrainerWriterState(0, List.of(), DeviceCounters.ZERO, new byte[0], 0);
+        TrainerWriterState back =
+                serializer.deserialize(serializer.getVersion(), serializer.serialize(state));
+        assertThat(back.queued()).isEmpty();
+        assertThat(back.counters()).isEqualTo(DeviceCounters.ZERO);
+    }
+
+    @Test
+    void shouldRefuseAnUnknownVersionAndTrailingBytes() throws IOException {
+        TrainerWriterState state =
+                new TrainerWriterState(0, List.of(), DeviceCounters.ZERO, new byte[0], 0);
+        byte[] bytes = serializer.serialize(state);
+        assertThatThrownBy(() -> serializer.deserialize(99, bytes))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("format version 99");
+        byte[] longer = java.util.Arrays.copyOf(bytes, bytes.length + 1);
+        assertThatThrownBy(() -> serializer.deserialize(serializer.getVersion(), longer))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("trailing");
+    }
+}
