@@ -6,13 +6,18 @@ import io.minato.job.profile.ProfileCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The command line of minato-flink: generate, profile. */
+/** The command line of minato-flink: train, generate, profile. */
 @Command(
         name = "minato",
         mixinStandardHelpOptions = true,
         description =
                 "MinatoLoader on Apache Flink: a training data loader that keeps accelerators busy.",
-        subcommands = {GenerateCommand.class, ProfileCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+            TrainCommand.class,
+            GenerateCommand.class,
+            ProfileCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Main {
     /** Exit status for bad input (a file the loader refuses). */
     public static final int EXIT_BAD_INPUT = 3;
@@ -37,8 +42,21 @@ public final class Main {
                         commandLine.getErr().println("error: " + e.getMessage());
                         return EXIT_BAD_INPUT;
                     }
-                    throw e;
+                    // The trace helps whoever debugs; the last line says what happened.
+                    e.printStackTrace(commandLine.getErr());
+                    commandLine.getErr().println("error: " + rootCause(e));
+                    return 1;
                 });
         return cli.execute(args);
+    }
+
+    private static String rootCause(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        String m = t.getMessage();
+        return t.getClass().getSimpleName()
+                + (m == null ? "" : ": " + m.lines().findFirst().orElse(""));
     }
 }

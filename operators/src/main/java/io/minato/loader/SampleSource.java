@@ -45,7 +45,7 @@ public final class SampleSource {
         private static final long serialVersionUID = 1L;
         private final int cases;
         private final long seed;
-        private transient int cachedEpoch = -1;
+        private transient int cachedEpoch;
         private transient int[] order;
         private transient LongMinimum firstRequest;
 
@@ -56,6 +56,7 @@ public final class SampleSource {
 
         @Override
         public void open(OpenContext openContext) {
+            cachedEpoch = -1; // transient: the field initializer does not run after deserialization
             firstRequest = new LongMinimum();
             getRuntimeContext().addAccumulator(FIRST_REQUEST_MILLIS, firstRequest);
         }

@@ -120,14 +120,17 @@ public record DeviceSummary(
     }
 
     /** Just enough JSON for a flat object of strings, numbers and nulls. */
-    static final class Json {
+    /**
+     * Minimal JSON for flat records: numbers (NaN as null), quoted strings, a flat-object reader.
+     */
+    public static final class Json {
         private Json() {}
 
-        static String number(double v) {
+        public static String number(double v) {
             return Double.isFinite(v) ? Double.toString(v) : "null";
         }
 
-        static String quote(String s) {
+        public static String quote(String s) {
             StringBuilder b = new StringBuilder(s.length() + 2).append('"');
             for (int i = 0; i < s.length(); i++) {
                 char c = s.charAt(i);

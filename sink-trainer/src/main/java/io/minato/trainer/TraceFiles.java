@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
@@ -16,7 +17,10 @@ import java.util.stream.Stream;
 /** The delivery trace: one file of CSV lines per device, merged into the contract's CSV. */
 public final class TraceFiles {
 
-    /** The header of the merged trace (CONTRACT.md); per-device files have none. */
+    /**
+     * The header of the merged trace (CONTRACT.md). Per-device files have no header and one more
+     * column, the sample's preparation CPU time in microseconds, which the report reads.
+     */
     public static final String HEADER = "epoch,index,case,device,step,path";
 
     private static final Pattern DEVICE_FILE = Pattern.compile("trace-device-(\\d+)\\.csv");
@@ -41,7 +45,14 @@ public final class TraceFiles {
             try (OutputStream os = Files.newOutputStream(tmp)) {
                 os.write((HEADER + "\n").getBytes(StandardCharsets.UTF_8));
                 for (Path f : files) {
-                    Files.copy(f, os);
+                    try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.US_ASCII)) {
+                        for (String line = r.readLine(); line != null; line = r.readLine()) {
+                            os.write(
+                                    line.substring(0, line.lastIndexOf(','))
+                                            .getBytes(StandardCharsets.US_ASCII));
+                            os.write('\n');
+                        }
+                    }
                 }
             }
             Files.move(
@@ -49,6 +60,19 @@ public final class TraceFiles {
         } finally {
             Files.deleteIfExists(tmp);
         }
+    }
+
+    /** The preparation CPU time, in milliseconds, of every sample the devices trained. */
+    public static List<Double> prepMillis(Path dir) throws IOException {
+        List<Double> ms = new ArrayList<>();
+        for (Path f : deviceFiles(dir)) {
+            try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.US_ASCII)) {
+                for (String line = r.readLine(); line != null; line = r.readLine()) {
+                    ms.add(Long.parseLong(line.substring(line.lastIndexOf(',') + 1)) / 1000.0);
+                }
+            }
+        }
+        return ms;
     }
 
     /** The per-device trace files in {@code dir}, ordered by device. */

@@ -83,6 +83,8 @@ final class TraceWriter implements Closeable {
                     .append(step)
                     .append(',')
                     .append(s.path().csv())
+                    .append(',')
+                    .append(s.prepCpuNanos() / 1000)
                     .append('\n');
         }
         ByteBuffer bytes = ByteBuffer.wrap(lines.toString().getBytes(StandardCharsets.US_ASCII));

@@ -1,0 +1,54 @@
+package io.minato.job;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * The job's Flink settings, in one place: what correctness needs (exactly-once checkpoints on
+ * RocksDB, unaligned under backpressure, restarts, no Kryo) and where the run writes.
+ */
+public final class FlinkSetup {
+    private FlinkSetup() {}
+
+    /** Settings every run of the job needs, on the embedded cluster and on a real one. */
+    public static Configuration jobConfiguration(
+            Path runDir, Duration checkpointInterval, int restarts) {
+        Map<String, String> c = new HashMap<>();
+        c.put("state.backend.type", "rocksdb");
+        c.put(
+                "execution.checkpointing.dir",
+                runDir.resolve("checkpoints").toAbsolutePath().toUri().toString());
+        c.put("execution.checkpointing.interval", checkpointInterval.toMillis() + " ms");
+        c.put("execution.checkpointing.mode", "EXACTLY_ONCE");
+        c.put("execution.checkpointing.unaligned.enabled", "true");
+        c.put("restart-strategy.type", restarts > 0 ? "fixed-delay" : "none");
+        c.put("restart-strategy.fixed-delay.attempts", Integer.toString(Math.max(restarts, 1)));
+        c.put("restart-strategy.fixed-delay.delay", "500 ms");
+        c.put("pipeline.generic-types", "false");
+        return Configuration.fromMap(c);
+    }
+
+    /**
+     * The environment: the cluster's when submitted with {@code flink run}, else an embedded
+     * MiniCluster with enough slots and, if asked, the web UI on {@code restPort}.
+     */
+    public static StreamExecutionEnvironment environment(
+            Configuration job, int slots, boolean webUi, int restPort) {
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(job);
+        if (!(env instanceof LocalStreamEnvironment)) {
+            return env; // inside `flink run`: the cluster's environment
+        }
+        Configuration local = new Configuration(job);
+        local.setString("taskmanager.numberOfTaskSlots", Integer.toString(slots));
+        local.setString("rest.port", Integer.toString(restPort));
+        local.setString("rest.bind-address", "localhost");
+        return webUi
+                ? StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(local)
+                : StreamExecutionEnvironment.createLocalEnvironment(slots, local);
+    }
+}

@@ -1,0 +1,119 @@
+package io.minato.job;
+
+import io.minato.loader.AugmentOperator;
+import io.minato.loader.BatchAssembler;
+import io.minato.loader.CaseTable;
+import io.minato.loader.DeviceAssigner;
+import io.minato.loader.DeviceKeys;
+import io.minato.loader.InOrderLoader;
+import io.minato.loader.SampleSource;
+import io.minato.loader.SlowPath;
+import io.minato.loader.TimeoutPolicy;
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleTask;
+import io.minato.transform.TransformConfig;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+
+/**
+ * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
+ *
+ * <pre>
+ * SampleSource -> AugmentOperator (fast, p=F) --main--> union -> DeviceAssigner (p=1)
+ *                        |--side "slow"--> SlowPath (p=S) -^      -> keyBy(device)
+ *                                                                 -> BatchAssembler (p=G)
+ *                                                                 -> TrainerSink (p=G)
+ * </pre>
+ *
+ * or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> TrainerSink.
+ */
+public final class LoaderJob {
+
+    /** Which loader builds the batches. */
+    public enum Loader {
+        minato,
+        inorder
+    }
+
+    /** What the dataflow needs to know. */
+    public record Settings(
+            Loader loader,
+            CaseTable cases,
+            TransformConfig transforms,
+            int epochs,
+            long seed,
+            int batch,
+            int devices,
+            int fastWorkers,
+            int slowWorkers,
+            TimeoutPolicy timeout) {}
+
+    private final Settings settings;
+    private final Sink<Batch> sink;
+
+    public LoaderJob(Settings settings, Sink<Batch> sink) {
+        this.settings = settings;
+        this.sink = sink;
+    }
+
+    /** Adds the dataflow to the environment; the caller executes it. */
+    public void build(StreamExecutionEnvironment env) {
+        Settings s = settings;
+        DataStream<SampleTask> tasks =
+                SampleSource.tasks(env, s.cases().size(), s.epochs(), s.seed());
+        DataStream<Batch> batches = s.loader() == Loader.minato ? minato(tasks) : inOrder(tasks);
+        batches.sinkTo(sink).name("TrainerSink").uid("trainer-sink").setParallelism(s.devices());
+    }
+
+    private DataStream<Batch> minato(DataStream<SampleTask> tasks) {
+        Settings s = settings;
+        DeviceKeys keys = new DeviceKeys(s.devices());
+        SingleOutputStreamOperator<PreparedSample> fast =
+                tasks.rebalance()
+                        .process(new AugmentOperator(s.cases(), s.transforms(), s.timeout()))
+                        .name("AugmentOperator")
+                        .uid("augment")
+                        .setParallelism(s.fastWorkers());
+        DataStream<PreparedSample> slow =
+                fast.getSideOutput(AugmentOperator.SLOW)
+                        .rebalance()
+                        .process(new SlowPath(s.cases(), s.transforms()))
+                        .name("SlowPath")
+                        .uid("slow-path")
+                        .setParallelism(s.slowWorkers());
+        return fast.union(slow)
+                .process(new DeviceAssigner(keys))
+                .name("DeviceAssigner")
+                .uid("device-assigner")
+                .setParallelism(1)
+                .keyBy(t -> t.f0, Types.INT)
+                .process(new BatchAssembler(keys, s.batch()))
+                .name("BatchAssembler")
+                .uid("batch-assembler")
+                .setParallelism(s.devices())
+                .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
+    }
+
+    private DataStream<Batch> inOrder(DataStream<SampleTask> tasks) {
+        Settings s = settings;
+        int workers = s.fastWorkers() + s.slowWorkers();
+        return tasks.transform(
+                        "InOrderLoader",
+                        TypeInformation.of(Batch.class),
+                        InOrderLoader.builder()
+                                .setCases(s.cases())
+                                .setConfig(s.transforms())
+                                .setBatchSize(s.batch())
+                                .setDevices(s.devices())
+                                .setWorkers(workers)
+                                .build())
+                .uid("inorder-loader")
+                .setParallelism(1)
+                .partitionCustom((device, n) -> device, Batch::device);
+    }
+}

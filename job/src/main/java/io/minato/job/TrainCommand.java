@@ -1,0 +1,291 @@
+package io.minato.job;
+
+import io.minato.data.BadInputException;
+import io.minato.data.CaseCheck;
+import io.minato.data.CaseFiles;
+import io.minato.data.Dataset;
+import io.minato.job.report.RunReport;
+import io.minato.loader.CaseTable;
+import io.minato.loader.SampleSource;
+import io.minato.loader.TimeoutPolicy;
+import io.minato.trainer.SimulatedAccelerator;
+import io.minato.trainer.TraceFiles;
+import io.minato.trainer.TrainerSink;
+import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** Runs the loader as a Flink job into the trainer sink and reports how busy the devices were. */
+@Command(
+        name = "train",
+        mixinStandardHelpOptions = true,
+        description = "Train: run the loader as a Flink job feeding the trainers; print a summary.")
+public final class TrainCommand implements Callable<Integer> {
+
+    @Mixin DataOptions data = new DataOptions();
+
+    @Option(
+            names = "--epochs",
+            paramLabel = "E",
+            description = "Passes over the training cases (default: ${DEFAULT-VALUE}).")
+    int epochs = 2;
+
+    @Option(
+            names = "--batch",
+            paramLabel = "B",
+            description = "Samples per batch per device (default: ${DEFAULT-VALUE}).")
+    int batch = 2;
+
+    @Option(
+            names = "--devices",
+            paramLabel = "SPEC",
+            description =
+                    "cpu, cpu:N (N trainer replicas on the CPU), gpu, gpu:0,1,... (default: gpu if present, else cpu).")
+    String devices = "gpu";
+
+    @Option(
+            names = "--loader",
+            paramLabel = "NAME",
+            description =
+                    "minato, or inorder (PyTorch DataLoader semantics: fixed batches, in order). Default: ${DEFAULT-VALUE}.")
+    LoaderJob.Loader loader = LoaderJob.Loader.minato;
+
+    @Option(
+            names = "--workers",
+            paramLabel = "W",
+            description = "CPU preprocessing workers in all (default: the number of cores).")
+    int workers = Runtime.getRuntime().availableProcessors();
+
+    @Option(
+            names = "--slow-workers",
+            paramLabel = "S",
+            description =
+                    "Of the workers, how many finish slow samples (default: a quarter, at least 1).")
+    Integer slowWorkers;
+
+    @Option(
+            names = "--timeout",
+            paramLabel = "auto|MS",
+            description = "The fast/slow deadline (default: ${DEFAULT-VALUE}).")
+    String timeout = "auto";
+
+    @Option(
+            names = "--accelerator",
+            paramLabel = "real|simulated:MS",
+            description =
+                    "Real DJL training, or a step that sleeps MS ms and uses no CPU (default: ${DEFAULT-VALUE}).")
+    String accelerator = "real";
+
+    @Option(
+            names = "--queue-depth",
+            paramLabel = "Q",
+            description = "Batches queued in front of each device (default: ${DEFAULT-VALUE}).")
+    int queueDepth = TrainerSink.DEFAULT_QUEUE_DEPTH;
+
+    @Option(names = "--report", paramLabel = "FILE", description = "Write the report JSON here.")
+    Path report;
+
+    @Option(
+            names = "--trace",
+            paramLabel = "FILE",
+            description = "Write the delivery trace CSV here.")
+    Path trace;
+
+    @Option(
+            names = "--run-dir",
+            paramLabel = "DIR",
+            description =
+                    "Where the run keeps checkpoints, device traces and summaries (default: runs/<time>).")
+    Path runDir;
+
+    @Option(
+            names = "--checkpoint-interval",
+            paramLabel = "MS",
+            description = "Checkpoint interval in milliseconds (default: ${DEFAULT-VALUE}).")
+    long checkpointMillis = 2000;
+
+    @Option(
+            names = "--web-ui",
+            negatable = true,
+            description = "Serve the Flink web UI on the embedded run (default: on).")
+    boolean webUi = true;
+
+    @Option(
+            names = "--rest-port",
+            paramLabel = "PORT",
+            description = "Port of the embedded web UI (default: ${DEFAULT-VALUE}).")
+    int restPort = 8081;
+
+    @Spec CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        if (epochs < 1 || batch < 1 || workers < 1 || queueDepth < 1 || checkpointMillis < 10) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--epochs, --batch, --workers and --queue-depth must be >= 1");
+        }
+        Devices dev;
+        TimeoutPolicy timeoutPolicy;
+        SimulatedAccelerator.Factory acceleratorFactory;
+        try {
+            dev = Devices.parse(devices, err);
+            timeoutPolicy = TimeoutPolicy.parse(timeout);
+            if (accelerator.equals("real")) {
+                throw new IllegalArgumentException(
+                        "--accelerator real needs the DJL trainer, which is not built yet;"
+                                + " use --accelerator simulated:MS");
+            }
+            acceleratorFactory = SimulatedAccelerator.parse(accelerator);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        int slow = slowWorkers != null ? slowWorkers : Math.max(1, workers / 4);
+        int fast = Math.max(1, workers - slow);
+
+        Path dir = data.dataDir();
+        Dataset dataset = Dataset.scan(dir);
+        int evalCases =
+                data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(dataset.size());
+        Dataset.Split split = dataset.split(evalCases);
+        List<CaseFiles> train = new ArrayList<>();
+        int quarantined = 0;
+        for (CaseFiles c : split.train()) {
+            try {
+                CaseCheck.check(c, data.transformConfig().patch());
+                train.add(c);
+            } catch (BadInputException e) {
+                if (data.onBadSample == DataOptions.OnBadSample.fail) {
+                    throw e;
+                }
+                quarantined++;
+                err.println("skipped: " + e.getMessage());
+            }
+        }
+        if (train.isEmpty()) {
+            throw new BadInputException(dir, "every training case was skipped as bad input");
+        }
+
+        Path run =
+                runDir != null
+                        ? runDir
+                        : Path.of(
+                                "runs",
+                                LocalDateTime.now()
+                                        .format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+        Files.createDirectories(run);
+        TrainerSink sink =
+                TrainerSink.builder()
+                        .setAccelerator(acceleratorFactory)
+                        .optQueueDepth(queueDepth)
+                        .optOutputDir(run.toAbsolutePath())
+                        .optTraceDir(run.toAbsolutePath())
+                        .build();
+        LoaderJob.Settings settings =
+                new LoaderJob.Settings(
+                        loader,
+                        new CaseTable(train),
+                        data.transformConfig(),
+                        epochs,
+                        data.seed,
+                        batch,
+                        dev.count(),
+                        fast,
+                        slow,
+                        timeoutPolicy);
+        int slots = Math.max(Math.max(fast, slow), dev.count());
+        StreamExecutionEnvironment env =
+                FlinkSetup.environment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(checkpointMillis), 3),
+                        slots,
+                        webUi,
+                        restPort);
+        new LoaderJob(settings, sink).build(env);
+
+        err.printf(
+                Locale.ROOT,
+                "training: %s loader, %d cases (%d held out, %d quarantined) x %d epochs, patch %d^3, batch %d x %d %s"
+                        + " device(s), %d workers, run dir %s%s%n",
+                loader,
+                train.size(),
+                evalCases,
+                quarantined,
+                epochs,
+                data.patchEdge(),
+                batch,
+                dev.count(),
+                dev.kind(),
+                workers,
+                run,
+                webUi ? ", web UI on http://localhost:" + restPort : "");
+        err.flush();
+        long cpu0 = processCpuNanos();
+        long start = System.currentTimeMillis();
+        JobExecutionResult result = env.execute("minato-flink train (" + loader + ")");
+        long processCpu = processCpuNanos() - cpu0;
+        Long firstRequest = result.getAccumulatorResult(SampleSource.FIRST_REQUEST_MILLIS);
+
+        RunReport r =
+                RunReport.build(
+                        new RunReport.Inputs(
+                                loader.name(),
+                                dev.count(),
+                                batch,
+                                data.patchEdge(),
+                                epochs,
+                                data.seed,
+                                dataset.size(),
+                                train.size(),
+                                evalCases,
+                                quarantined,
+                                firstRequest != null && firstRequest != Long.MAX_VALUE
+                                        ? firstRequest
+                                        : start,
+                                Runtime.getRuntime().availableProcessors(),
+                                processCpu / 1e9,
+                                timeoutMillis(result, timeoutPolicy)),
+                        run);
+        if (report != null) {
+            r.write(report);
+        }
+        if (trace != null) {
+            TraceFiles.merge(run, trace);
+        }
+        out.println(r.summaryLine());
+        out.flush();
+        return 0;
+    }
+
+    private Double timeoutMillis(JobExecutionResult result, TimeoutPolicy policy) {
+        if (loader != LoaderJob.Loader.minato) {
+            return null;
+        }
+        Double ms = result.getAccumulatorResult(io.minato.loader.AugmentOperator.TIMEOUT_MS);
+        return ms != null ? ms : policy.isAuto() ? null : policy.timeoutNanos() / 1e6;
+    }
+
+    private static long processCpuNanos() {
+        var os = ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun
+                ? sun.getProcessCpuTime()
+                : 0;
+    }
+}

@@ -1,0 +1,197 @@
+package io.minato.job.report;
+
+import io.minato.stats.Distribution;
+import io.minato.trainer.DeviceSummary;
+import io.minato.trainer.TraceFiles;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The report of one training run, in the fields and meanings of CONTRACT.md, built from what the
+ * trainer subtasks left in the run directory (per-device summaries and delivery traces).
+ */
+public final class RunReport {
+
+    /** What the driver knows that the run directory does not. */
+    public record Inputs(
+            String loader,
+            int devices,
+            int batch,
+            int patch,
+            int epochs,
+            long seed,
+            int cases,
+            int trainCases,
+            int evalCases,
+            int quarantined,
+            long firstRequestMillis,
+            int cores,
+            double processCpuSeconds,
+            Double timeoutMs) {}
+
+    private final Inputs in;
+    private final String acceleratorKind;
+    private final double wallSeconds;
+    private final long steps;
+    private final long delivered;
+    private final long fast;
+    private final long slow;
+    private final long dropped;
+    private final double busyFraction;
+    private final double waitSeconds;
+    private final Distribution.Summary prepMs;
+    private final double boundSeconds;
+    private final double firstLoss;
+    private final double lastLoss;
+
+    private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
+        this.in = in;
+        acceleratorKind = devices.isEmpty() ? "none" : devices.get(0).accelerator();
+        long lastEnd = 0;
+        long maxSteps = 0;
+        long totalSteps = 0;
+        long samples = 0;
+        long f = 0;
+        long s = 0;
+        double busy = 0;
+        double wait = 0;
+        for (DeviceSummary d : devices) {
+            lastEnd = Math.max(lastEnd, d.lastStepEndMillis());
+            maxSteps = Math.max(maxSteps, d.steps());
+            totalSteps += d.steps();
+            samples += d.samples();
+            f += d.fast();
+            s += d.slow();
+            busy += d.busySeconds();
+            wait += d.waitSeconds();
+        }
+        wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - in.firstRequestMillis()) / 1000.0) : 0;
+        steps = maxSteps;
+        delivered = samples;
+        fast = f;
+        slow = s;
+        dropped = (long) in.trainCases() * in.epochs() - samples;
+        busyFraction = wallSeconds > 0 ? busy / (in.devices() * wallSeconds) : 0;
+        waitSeconds = wait;
+        prepMs = prep.summary();
+        double meanStep = totalSteps > 0 ? busy / totalSteps : 0;
+        boundSeconds = Math.max(prepMs.sum() / 1000 / in.cores(), steps * meanStep);
+        firstLoss = devices.isEmpty() ? Double.NaN : devices.get(0).firstLoss();
+        lastLoss = devices.isEmpty() ? Double.NaN : devices.get(0).lastLoss();
+    }
+
+    /** Reads the run directory the trainer sink wrote. */
+    public static RunReport build(Inputs in, Path runDir) throws IOException {
+        List<DeviceSummary> devices = new ArrayList<>();
+        for (int d = 0; d < in.devices(); d++) {
+            Path file = DeviceSummary.file(runDir, d);
+            if (!Files.exists(file)) {
+                throw new IOException(
+                        file + ": no summary from device " + d + "; did its trainer finish?");
+            }
+            devices.add(DeviceSummary.read(file));
+        }
+        Distribution prep = new Distribution();
+        for (double ms : TraceFiles.prepMillis(runDir)) {
+            prep.add(ms);
+        }
+        return new RunReport(in, devices, prep);
+    }
+
+    public long delivered() {
+        return delivered;
+    }
+
+    public long dropped() {
+        return dropped;
+    }
+
+    public String toJson() {
+        StringBuilder b = new StringBuilder(1024);
+        b.append("{\n");
+        b.append("  \"loader\": ").append(DeviceSummary.Json.quote(in.loader())).append(",\n");
+        b.append("  \"devices\": ").append(in.devices()).append(", \"batch\": ").append(in.batch());
+        b.append(", \"patch\": ").append(in.patch()).append(", \"epochs\": ").append(in.epochs());
+        b.append(", \"seed\": ").append(in.seed()).append(",\n");
+        b.append("  \"dataset\": {\"cases\": ")
+                .append(in.cases())
+                .append(", \"train\": ")
+                .append(in.trainCases());
+        b.append(", \"eval\": ").append(in.evalCases()).append("},\n");
+        b.append("  \"wall_s\": ").append(DeviceSummary.Json.number(wallSeconds)).append(",\n");
+        b.append("  \"steps\": ").append(steps).append(",\n");
+        b.append("  \"samples\": {\"delivered\": ")
+                .append(delivered)
+                .append(", \"fast\": ")
+                .append(fast);
+        b.append(", \"slow\": ").append(slow).append(", \"dropped\": ").append(dropped);
+        b.append(", \"quarantined\": ").append(in.quarantined()).append("},\n");
+        b.append("  \"accelerator\": {\"kind\": ")
+                .append(DeviceSummary.Json.quote(acceleratorKind));
+        b.append(", \"busy_fraction\": ").append(DeviceSummary.Json.number(busyFraction));
+        b.append(", \"wait_s\": ").append(DeviceSummary.Json.number(waitSeconds)).append("},\n");
+        b.append("  \"prep_ms\": {\"p50\": ").append(DeviceSummary.Json.number(prepMs.p50()));
+        b.append(", \"p90\": ").append(DeviceSummary.Json.number(prepMs.p90()));
+        b.append(", \"p99\": ").append(DeviceSummary.Json.number(prepMs.p99()));
+        b.append(", \"max\": ").append(DeviceSummary.Json.number(prepMs.max()));
+        b.append(", \"sum\": ").append(DeviceSummary.Json.number(prepMs.sum())).append("},\n");
+        b.append("  \"cpu\": {\"cores\": ").append(in.cores());
+        b.append(", \"process_cpu_s\": ")
+                .append(DeviceSummary.Json.number(in.processCpuSeconds()))
+                .append("},\n");
+        b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(boundSeconds)).append(",\n");
+        b.append("  \"timeout_ms\": ")
+                .append(in.timeoutMs() == null ? "null" : DeviceSummary.Json.number(in.timeoutMs()))
+                .append(",\n");
+        b.append("  \"loss\": ");
+        b.append(
+                Double.isNaN(firstLoss)
+                        ? "null"
+                        : "{\"first\": "
+                                + DeviceSummary.Json.number(firstLoss)
+                                + ", \"last\": "
+                                + DeviceSummary.Json.number(lastLoss)
+                                + "}");
+        b.append(",\n");
+        b.append("  \"dice\": null\n");
+        b.append("}\n");
+        return b.toString();
+    }
+
+    public void write(Path file) throws IOException {
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) {
+            Files.createDirectories(parent);
+        }
+        Files.writeString(file, toJson(), StandardCharsets.UTF_8);
+    }
+
+    /** The one-line summary the train command prints. */
+    public String summaryLine() {
+        double rate = wallSeconds > 0 ? delivered / wallSeconds : 0;
+        return String.format(
+                Locale.ROOT,
+                "%s: %.1f s, %d steps, %d samples (%.1f/s; %d fast, %d slow, %d dropped, %d quarantined),"
+                        + " accelerator busy %.0f %%, bound %.1f s (wall/bound %.2f), timeout %s",
+                in.loader(),
+                wallSeconds,
+                steps,
+                delivered,
+                rate,
+                fast,
+                slow,
+                dropped,
+                in.quarantined(),
+                100 * busyFraction,
+                boundSeconds,
+                boundSeconds > 0 ? wallSeconds / boundSeconds : 0,
+                in.timeoutMs() == null
+                        ? "none"
+                        : String.format(Locale.ROOT, "%.1f ms", in.timeoutMs()));
+    }
+}
