@@ -67,7 +67,11 @@ public final class LoaderJob {
         DataStream<SampleTask> tasks =
                 SampleSource.tasks(env, s.cases().size(), s.epochs(), s.seed());
         DataStream<Batch> batches = s.loader() == Loader.minato ? minato(tasks) : inOrder(tasks);
-        batches.sinkTo(sink).name("TrainerSink").uid("trainer-sink").setParallelism(s.devices());
+        batches.sinkTo(sink)
+                .name("TrainerSink")
+                .uid("trainer-sink")
+                .setParallelism(s.devices())
+                .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
     }
 
     private DataStream<Batch> minato(DataStream<SampleTask> tasks) {
@@ -102,6 +106,9 @@ public final class LoaderJob {
     private DataStream<Batch> inOrder(DataStream<SampleTask> tasks) {
         Settings s = settings;
         int workers = s.fastWorkers() + s.slowWorkers();
+        // Batch k goes to device k % G. Not partitionCustom: Flink refuses custom partitioners
+        // under unaligned checkpoints; device keys land one device per subtask instead.
+        DeviceKeys keys = new DeviceKeys(s.devices());
         return tasks.transform(
                         "InOrderLoader",
                         TypeInformation.of(Batch.class),
@@ -114,6 +121,6 @@ public final class LoaderJob {
                                 .build())
                 .uid("inorder-loader")
                 .setParallelism(1)
-                .partitionCustom((device, n) -> device, Batch::device);
+                .keyBy(b -> keys.keyOf(b.device()), Types.INT);
     }
 }

@@ -46,7 +46,10 @@ final class TestBatches {
                 new Patch(SHAPE, image, label));
     }
 
-    /** The trace lines a device writes for {@code batch} trained in step {@code step}. */
+    /**
+     * The lines a device's trace file gets for {@code batch} trained in step {@code step}: the
+     * contract's columns plus the preparation CPU microseconds.
+     */
     static List<String> traceLines(Batch batch, long step) {
         List<String> lines = new ArrayList<>();
         for (PreparedSample s : batch.samples()) {
@@ -62,7 +65,9 @@ final class TestBatches {
                             + ","
                             + step
                             + ","
-                            + s.path().csv());
+                            + s.path().csv()
+                            + ","
+                            + s.prepCpuNanos() / 1000);
         }
         return lines;
     }

@@ -15,8 +15,9 @@ class TraceFilesTest {
 
     @Test
     void shouldMergeDeviceFilesInDeviceOrderUnderOneHeader() throws IOException {
-        Files.writeString(TraceFiles.deviceFile(dir, 10), "0,5,1,10,0,slow\n");
-        Files.writeString(TraceFiles.deviceFile(dir, 2), "0,1,0,2,0,fast\n0,2,3,2,0,fast\n");
+        Files.writeString(TraceFiles.deviceFile(dir, 10), "0,5,1,10,0,slow,2500\n");
+        Files.writeString(
+                TraceFiles.deviceFile(dir, 2), "0,1,0,2,0,fast,1000\n0,2,3,2,0,fast,250\n");
         Files.writeString(TraceFiles.deviceFile(dir, 0), "");
         Files.writeString(dir.resolve("summary-device-0.json"), "{}");
         Path out = dir.resolve("report/trace.csv");
@@ -29,6 +30,8 @@ class TraceFilesTest {
                         "0,1,0,2,0,fast",
                         "0,2,3,2,0,fast",
                         "0,5,1,10,0,slow");
+        // The per-device column the contract's trace leaves out: preparation CPU microseconds.
+        assertThat(TraceFiles.prepMillis(dir)).containsExactly(1.0, 0.25, 2.5);
         try (Stream<Path> left = Files.list(out.getParent())) {
             assertThat(left).as("no temporary file left").containsExactly(out);
         }

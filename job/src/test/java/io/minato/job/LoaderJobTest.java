@@ -1,0 +1,236 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.data.CaseFiles;
+import io.minato.data.Dataset;
+import io.minato.data.EpochOrder;
+import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.job.report.RunReport;
+import io.minato.loader.CaseTable;
+import io.minato.loader.TimeoutPolicy;
+import io.minato.sample.Batch;
+import io.minato.trainer.Accelerator;
+import io.minato.trainer.AcceleratorFactory;
+import io.minato.trainer.SimulatedAccelerator;
+import io.minato.trainer.StepResult;
+import io.minato.trainer.TraceFiles;
+import io.minato.trainer.TrainerSink;
+import io.minato.transform.TransformConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The whole job on one shared MiniCluster: RocksDB, unaligned checkpoints, the real operators. */
+class LoaderJobTest {
+    private static final int DEVICES = 2;
+    private static final int BATCH = 2;
+    private static final long SEED = 11;
+
+    @RegisterExtension
+    static final MiniClusterExtension CLUSTER =
+            new MiniClusterExtension(
+                    new MiniClusterResourceConfiguration.Builder()
+                            .setNumberTaskManagers(1)
+                            .setNumberSlotsPerTaskManager(4)
+                            .build());
+
+    // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
+    private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
+    private static final AtomicBoolean FAILED = new AtomicBoolean();
+
+    @TempDir static Path data;
+    static List<CaseFiles> train;
+
+    @TempDir Path run;
+
+    @BeforeAll
+    static void generate() throws Exception {
+        KitsLikeGenerator.builder().optCases(10).optScale(0.15).optSeed(5).build().generate(data);
+        train = Dataset.scan(data).split(2).train();
+    }
+
+    @Test
+    void shouldDeliverEverySampleOfEveryEpochExactlyOnceMixingFastAndSlow() throws Exception {
+        int epochs = 3;
+        RunReport report =
+                run(LoaderJob.Loader.minato, epochs, new SimulatedAccelerator.Factory(5), "0.3");
+        Map<String, Integer> seen = checkTrace(epochs);
+        assertThat(seen).hasSize(train.size() * epochs);
+        assertThat(report.delivered()).isEqualTo(train.size() * epochs);
+        assertThat(report.dropped()).isZero();
+        String json = report.toJson();
+        assertThat(json)
+                .contains(
+                        "\"loader\": \"minato\"", "\"quarantined\": 0", "\"kind\": \"simulated\"");
+        assertThat(pathsOf(trace())).containsExactlyInAnyOrder("fast", "slow");
+    }
+
+    @Test
+    void shouldDeliverExactlyOnceAcrossAnInjectedFailureRestoredFromACheckpoint() throws Exception {
+        SNAPSHOTS.set(0);
+        FAILED.set(false);
+        int epochs = 8;
+        RunReport report =
+                run(LoaderJob.Loader.minato, epochs, new FailOnceAfterCheckpoints(), "auto");
+        assertThat(FAILED).as("the fault was injected").isTrue();
+        assertThat(checkTrace(epochs)).hasSize(train.size() * epochs);
+        assertThat(report.delivered()).isEqualTo(train.size() * epochs);
+    }
+
+    @Test
+    void shouldHandBatchesOfTheInOrderBaselineToDevicesStrictlyInOrder() throws Exception {
+        int epochs = 2;
+        RunReport report =
+                run(LoaderJob.Loader.inorder, epochs, new SimulatedAccelerator.Factory(5), "auto");
+        checkTrace(epochs);
+        assertThat(report.delivered()).isEqualTo(train.size() * epochs);
+        // Batch k holds global samples [kB, kB + B) and goes to device k % G as its step k / G.
+        for (String line : trace()) {
+            String[] f = line.split(",");
+            long global = Long.parseLong(f[0]) * train.size() + Long.parseLong(f[1]);
+            long k = global / BATCH;
+            assertThat(Integer.parseInt(f[3])).as(line).isEqualTo((int) (k % DEVICES));
+            assertThat(Long.parseLong(f[4])).as(line).isEqualTo(k / DEVICES);
+            assertThat(f[5]).isEqualTo("fast");
+        }
+    }
+
+    private RunReport run(
+            LoaderJob.Loader loader, int epochs, AcceleratorFactory accelerator, String timeout)
+            throws Exception {
+        TransformConfig transforms = TransformConfig.mlperf(16);
+        LoaderJob.Settings settings =
+                new LoaderJob.Settings(
+                        loader,
+                        new CaseTable(train),
+                        transforms,
+                        epochs,
+                        SEED,
+                        BATCH,
+                        DEVICES,
+                        2,
+                        1,
+                        TimeoutPolicy.parse(timeout));
+        TrainerSink sink =
+                TrainerSink.builder()
+                        .setAccelerator(accelerator)
+                        .optOutputDir(run)
+                        .optTraceDir(run)
+                        .build();
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 2));
+        new LoaderJob(settings, sink).build(env);
+        long start = System.currentTimeMillis();
+        JobExecutionResult result = env.execute("LoaderJobTest " + loader);
+        assertThat(result.getNetRuntime()).isPositive();
+        TraceFiles.merge(run, run.resolve("trace.csv"));
+        return RunReport.build(
+                new RunReport.Inputs(
+                        loader.name(),
+                        DEVICES,
+                        BATCH,
+                        16,
+                        epochs,
+                        SEED,
+                        10,
+                        train.size(),
+                        2,
+                        0,
+                        start,
+                        2,
+                        1.0,
+                        null),
+                run);
+    }
+
+    private List<String> trace() throws Exception {
+        List<String> lines = Files.readAllLines(run.resolve("trace.csv"));
+        assertThat(lines.get(0)).isEqualTo("epoch,index,case,device,step,path");
+        return lines.subList(1, lines.size());
+    }
+
+    /**
+     * Each (epoch, index) at most once, with the case the epoch's order gives; steps 0..n-1 per
+     * device.
+     */
+    private Map<String, Integer> checkTrace(int epochs) throws Exception {
+        Map<String, Integer> seen = new HashMap<>();
+        Map<Integer, Set<Long>> stepsByDevice = new HashMap<>();
+        for (String line : trace()) {
+            String[] f = line.split(",");
+            assertThat(f).hasSize(6);
+            int epoch = Integer.parseInt(f[0]);
+            int index = Integer.parseInt(f[1]);
+            assertThat(epoch).isBetween(0, epochs - 1);
+            assertThat(Integer.parseInt(f[2]))
+                    .isEqualTo(EpochOrder.permutation(SEED, epoch, train.size())[index]);
+            assertThat(seen.put(epoch + "," + index, 1)).as("delivered twice: %s", line).isNull();
+            stepsByDevice
+                    .computeIfAbsent(Integer.parseInt(f[3]), d -> new HashSet<>())
+                    .add(Long.parseLong(f[4]));
+        }
+        assertThat(stepsByDevice).hasSize(DEVICES);
+        for (Set<Long> steps : stepsByDevice.values()) {
+            assertThat(steps).hasSize(steps.stream().mapToInt(Long::intValue).max().orElse(-1) + 1);
+        }
+        return seen;
+    }
+
+    private static Set<String> pathsOf(List<String> lines) {
+        Set<String> paths = new HashSet<>();
+        for (String l : lines) {
+            paths.add(l.substring(l.lastIndexOf(',') + 1));
+        }
+        return paths;
+    }
+
+    /** Device 0 fails once, on a step after two of its checkpoints; steps sleep 25 ms. */
+    static final class FailOnceAfterCheckpoints implements AcceleratorFactory {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private final SimulatedAccelerator step = new SimulatedAccelerator(25);
+
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    if (device == 0 && SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
+                        throw new IllegalStateException("injected device fault");
+                    }
+                    return step.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return "simulated";
+                }
+
+                @Override
+                public byte[] snapshot() {
+                    if (device == 0) {
+                        SNAPSHOTS.incrementAndGet();
+                    }
+                    return new byte[0];
+                }
+            };
+        }
+    }
+}
