@@ -69,7 +69,9 @@ public final class TrainCommand implements Callable<Integer> {
     @Option(
             names = "--workers",
             paramLabel = "W",
-            description = "CPU preprocessing workers in all (default: the number of cores).")
+            description =
+                    "CPU preprocessing workers: Minato's fast workers; the in-order baseline gets"
+                            + " W + S, the same thread count (default: the number of cores).")
     int workers = Runtime.getRuntime().availableProcessors();
 
     @Option(
@@ -159,7 +161,7 @@ public final class TrainCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         int slow = slowWorkers != null ? slowWorkers : Math.max(1, workers / 4);
-        int fast = Math.max(1, workers - slow);
+        int fast = workers;
 
         Path dir = data.dataDir();
         Dataset dataset = Dataset.scan(dir);

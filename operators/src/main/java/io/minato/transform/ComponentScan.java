@@ -74,11 +74,12 @@ public final class ComponentScan {
                     }
                     if (y > 0 && slice[i - w] == c) {
                         int up = current[i - w];
-                        id = id == 0 ? up : labels.union(id, up);
+                        // Most neighbours already share an id: skip the union-find then.
+                        id = id == 0 || id == up ? up : labels.union(id, up);
                     }
                     int back = previous[i];
                     if (back != 0 && labels.cls[back] == (c & 0xFF)) {
-                        id = id == 0 ? back : labels.union(id, back);
+                        id = id == 0 || id == back ? back : labels.union(id, back);
                     }
                     if (id == 0) {
                         id = labels.add(c & 0xFF, (long) z * plane + i);
