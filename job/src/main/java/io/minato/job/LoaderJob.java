@@ -3,8 +3,8 @@ package io.minato.job;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.BatchAssembler;
 import io.minato.loader.CaseTable;
-import io.minato.loader.DeviceAssigner;
 import io.minato.loader.DeviceKeys;
+import io.minato.loader.DeviceOf;
 import io.minato.loader.InOrderLoader;
 import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
@@ -24,9 +24,8 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
  *
  * <pre>
- * SampleSource -> AugmentOperator (fast, p=F) --main--> union -> DeviceAssigner (p=1)
- *                        |--side "slow"--> SlowPath (p=S) -^      -> keyBy(device)
- *                                                                 -> BatchAssembler (p=G)
+ * SampleSource -> AugmentOperator (fast, p=F) --main--> union -> keyBy(device of the sample)
+ *                        |--side "slow"--> SlowPath (p=S) -^      -> BatchAssembler (p=G)
  *                                                                 -> TrainerSink (p=G)
  * </pre>
  *
@@ -91,11 +90,7 @@ public final class LoaderJob {
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers());
         return fast.union(slow)
-                .process(new DeviceAssigner(keys))
-                .name("DeviceAssigner")
-                .uid("device-assigner")
-                .setParallelism(1)
-                .keyBy(t -> t.f0, Types.INT)
+                .keyBy(new DeviceOf(keys, s.cases().size()), Types.INT)
                 .process(new BatchAssembler(keys, s.batch()))
                 .name("BatchAssembler")
                 .uid("batch-assembler")

@@ -57,7 +57,7 @@ public final class TrainCommand implements Callable<Integer> {
             paramLabel = "SPEC",
             description =
                     "cpu, cpu:N (N trainer replicas on the CPU), gpu, gpu:0,1,... (default: gpu if present, else cpu).")
-    String devices = "gpu";
+    String devices;
 
     @Option(
             names = "--loader",
@@ -149,7 +149,8 @@ public final class TrainCommand implements Callable<Integer> {
         TimeoutPolicy timeoutPolicy;
         SimulatedAccelerator.Factory acceleratorFactory;
         try {
-            dev = Devices.parse(devices, err);
+            // Default "gpu if present, else cpu": without GPU support in this build, cpu.
+            dev = devices == null ? new Devices("cpu", 1) : Devices.parse(devices, err);
             timeoutPolicy = TimeoutPolicy.parse(timeout);
             if (accelerator.equals("real")) {
                 throw new IllegalArgumentException(

@@ -104,7 +104,8 @@ class MainTest {
 
     record Run(int status, String out, String err) {}
 
-    private static synchronized Run run(String... args) {
+    /** Runs the command line with stdout and stderr captured. */
+    static synchronized Run run(String... args) {
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
         ByteArrayOutputStream out = new ByteArrayOutputStream();

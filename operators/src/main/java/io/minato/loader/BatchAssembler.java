@@ -11,7 +11,6 @@ import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
@@ -19,8 +18,7 @@ import org.apache.flink.util.Collector;
  * One device's batcher: holds its partial batch in keyed state (RocksDB in the job) and emits a
  * batch of B samples, fast and slow mixed in arrival order, as soon as B have arrived.
  */
-public class BatchAssembler
-        extends KeyedProcessFunction<Integer, Tuple2<Integer, PreparedSample>, Batch> {
+public class BatchAssembler extends KeyedProcessFunction<Integer, PreparedSample, Batch> {
     private static final long serialVersionUID = 1L;
 
     private final DeviceKeys keys;
@@ -49,13 +47,12 @@ public class BatchAssembler
     }
 
     @Override
-    public void processElement(
-            Tuple2<Integer, PreparedSample> in, Context ctx, Collector<Batch> out)
+    public void processElement(PreparedSample in, Context ctx, Collector<Batch> out)
             throws Exception {
         // A count beside the list, so that a sample's arrival appends without reading the list.
         int count = pendingCount.value() == null ? 0 : pendingCount.value();
         if (count + 1 < batchSize) {
-            pending.add(in.f1);
+            pending.add(in);
             pendingCount.update(count + 1);
             return;
         }
@@ -63,7 +60,7 @@ public class BatchAssembler
         for (PreparedSample s : pending.get()) {
             samples.add(s);
         }
-        samples.add(in.f1);
+        samples.add(in);
         long sequence = nextSequence.value() == null ? 0 : nextSequence.value();
         pending.clear();
         pendingCount.clear();

@@ -22,7 +22,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
@@ -122,13 +121,12 @@ class LoaderOperatorsTest {
     @Test
     void shouldKeepPartialBatchesInKeyedStateAcrossASnapshotAndRestore() throws Exception {
         DeviceKeys keys = new DeviceKeys(2);
-        int key = keys.keyOf(1);
         OperatorSubtaskState snapshot;
-        try (KeyedOneInputStreamOperatorTestHarness<Integer, Tuple2<Integer, PreparedSample>, Batch>
-                h = assembler(keys)) {
+        try (KeyedOneInputStreamOperatorTestHarness<Integer, PreparedSample, Batch> h =
+                assembler(keys)) {
             h.open();
             for (int i = 0; i < 5; i++) {
-                h.processElement(Tuple2.of(key, sample(i)), i);
+                h.processElement(sample(2 * i + 1), i); // odd indices: device 1
             }
             List<Batch> batches = h.extractOutputValues();
             assertThat(batches)
@@ -138,21 +136,39 @@ class LoaderOperatorsTest {
                             org.assertj.core.groups.Tuple.tuple(1, 1L));
             assertThat(batches.get(1).samples())
                     .extracting(s -> s.task().index())
-                    .containsExactly(2L, 3L);
+                    .containsExactly(5L, 7L);
             snapshot = h.snapshot(1, 10);
         }
-        try (KeyedOneInputStreamOperatorTestHarness<Integer, Tuple2<Integer, PreparedSample>, Batch>
-                h = assembler(keys)) {
+        try (KeyedOneInputStreamOperatorTestHarness<Integer, PreparedSample, Batch> h =
+                assembler(keys)) {
             h.initializeState(snapshot);
             h.open();
-            h.processElement(Tuple2.of(key, sample(5)), 20);
+            h.processElement(sample(11), 20);
             List<Batch> batches = h.extractOutputValues();
             assertThat(batches).hasSize(1);
             assertThat(batches.get(0).sequence()).isEqualTo(2);
             assertThat(batches.get(0).samples())
                     .extracting(s -> s.task().index())
-                    .containsExactly(4L, 5L);
+                    .containsExactly(9L, 11L);
         }
+    }
+
+    @Test
+    void shouldSpreadTheSamplesOfEveryEpochEvenlyOverTheDevices() {
+        DeviceKeys keys = new DeviceKeys(3);
+        DeviceOf deviceOf = new DeviceOf(keys, 7);
+        int[] counts = new int[3];
+        for (int epoch = 0; epoch < 5; epoch++) {
+            for (int index = 0; index < 7; index++) {
+                PreparedSample s =
+                        new PreparedSample(
+                                new SampleTask(1, epoch, index, 0), SamplePath.SLOW, 1, null);
+                int device = deviceOf.device(s.task());
+                counts[device]++;
+                assertThat(keys.deviceOf(deviceOf.getKey(s))).isEqualTo(device);
+            }
+        }
+        assertThat(counts).containsExactly(12, 12, 11); // 35 samples over 3 devices
     }
 
     @Test
@@ -208,11 +224,12 @@ class LoaderOperatorsTest {
         assertThatThrownBy(() -> TimeoutPolicy.parse("-3")).hasMessageContaining("positive");
     }
 
-    private static KeyedOneInputStreamOperatorTestHarness<
-                    Integer, Tuple2<Integer, PreparedSample>, Batch>
-            assembler(DeviceKeys keys) throws Exception {
+    private static KeyedOneInputStreamOperatorTestHarness<Integer, PreparedSample, Batch> assembler(
+            DeviceKeys keys) throws Exception {
         return new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new BatchAssembler(keys, 2)), t -> t.f0, Types.INT);
+                new KeyedProcessOperator<>(new BatchAssembler(keys, 2)),
+                new DeviceOf(keys, 100),
+                Types.INT);
     }
 
     private static PreparedSample sample(long index) {

@@ -1,0 +1,133 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.job.generate.KitsLikeGenerator;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The train command end to end on its own embedded cluster, as a user runs it. */
+class TrainCommandTest {
+    @TempDir static Path data;
+    @TempDir Path out;
+
+    @BeforeAll
+    static void generate() throws Exception {
+        KitsLikeGenerator.builder().optCases(6).optScale(0.1).optSeed(2).build().generate(data);
+    }
+
+    @Test
+    void shouldWriteEveryContractFieldOfTheReportAndTheTrace() throws Exception {
+        Path report = out.resolve("report.json");
+        Path trace = out.resolve("trace.csv");
+        MainTest.Run run =
+                run(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "8",
+                        "--eval-cases",
+                        "2",
+                        "--epochs",
+                        "2",
+                        "--devices",
+                        "cpu:2",
+                        "--batch",
+                        "2",
+                        "--accelerator",
+                        "simulated:2",
+                        "--no-web-ui",
+                        "--run-dir",
+                        out.resolve("run").toString(),
+                        "--report",
+                        report.toString(),
+                        "--trace",
+                        trace.toString());
+        assertThat(run.status()).as(run.err()).isZero();
+        assertThat(run.out()).contains("minato: ").contains("8 samples").contains("0 dropped");
+        String json = Files.readString(report);
+        for (String field :
+                List.of(
+                        "\"loader\": \"minato\"",
+                        "\"devices\": 2",
+                        "\"batch\": 2",
+                        "\"patch\": 8",
+                        "\"epochs\": 2",
+                        "\"seed\": 7",
+                        "\"dataset\": {\"cases\": 6, \"train\": 4, \"eval\": 2}",
+                        "\"wall_s\": ",
+                        "\"steps\": 2",
+                        "\"delivered\": 8",
+                        "\"fast\": ",
+                        "\"slow\": ",
+                        "\"dropped\": 0",
+                        "\"quarantined\": 0",
+                        "\"kind\": \"simulated\"",
+                        "\"busy_fraction\": ",
+                        "\"wait_s\": ",
+                        "\"p50\": ",
+                        "\"p90\": ",
+                        "\"p99\": ",
+                        "\"max\": ",
+                        "\"sum\": ",
+                        "\"cores\": ",
+                        "\"process_cpu_s\": ",
+                        "\"bound_s\": ",
+                        "\"timeout_ms\": ",
+                        "\"loss\": null",
+                        "\"dice\": null")) {
+            assertThat(json).contains(field);
+        }
+        List<String> lines = Files.readAllLines(trace);
+        assertThat(lines.get(0)).isEqualTo("epoch,index,case,device,step,path");
+        assertThat(lines).hasSize(1 + 8);
+        assertThat(lines.subList(1, 9))
+                .allMatch(l -> l.matches("[01],[0-3],[0-3],[01],[01],(fast|slow)"));
+    }
+
+    @Test
+    void shouldRefuseTheRealAcceleratorWithOneLineUntilTheTrainerExists() {
+        MainTest.Run run = run("train", "--data", data.toString(), "--patch", "8", "--no-web-ui");
+        assertThat(run.status()).isEqualTo(2);
+        assertThat(run.err().strip())
+                .doesNotContain("\n")
+                .contains("--accelerator real needs the DJL trainer");
+    }
+
+    @Test
+    void shouldStopBeforeTrainingOnBadInputNamingTheFile() throws Exception {
+        Path bad = out.resolve("bad");
+        Files.createDirectories(bad);
+        try (var files = Files.list(data)) {
+            for (Path f : (Iterable<Path>) files::iterator) {
+                Files.copy(f, bad.resolve(f.getFileName()));
+            }
+        }
+        Files.delete(bad.resolve("case_00001_y.npy"));
+        MainTest.Run run =
+                run(
+                        "train",
+                        "--data",
+                        bad.toString(),
+                        "--patch",
+                        "8",
+                        "--accelerator",
+                        "simulated:1",
+                        "--no-web-ui",
+                        "--run-dir",
+                        out.resolve("run").toString());
+        assertThat(run.status()).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(run.err().strip())
+                .contains("case_00001_x.npy: image has no label case_00001_y.npy");
+        assertThat(out.resolve("run")).doesNotExist();
+    }
+
+    private static MainTest.Run run(String... args) {
+        return MainTest.run(args);
+    }
+}
