@@ -30,6 +30,10 @@ public final class FlinkSetup {
         c.put("restart-strategy.fixed-delay.attempts", Integer.toString(Math.max(restarts, 1)));
         c.put("restart-strategy.fixed-delay.delay", "500 ms");
         c.put("pipeline.generic-types", "false");
+        // Chained operators would otherwise deep-copy every batch (up to tens of MiB). Safe here:
+        // no operator changes a record after emitting it, and the sample serializers always
+        // deserialize into new objects.
+        c.put("pipeline.object-reuse", "true");
         return Configuration.fromMap(c);
     }
 

@@ -12,6 +12,7 @@ import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
+import io.minato.sample.serde.SampleTypes;
 import io.minato.transform.TransformConfig;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -91,8 +92,7 @@ public final class LoaderJob {
                         .setParallelism(s.slowWorkers());
         return fast.union(slow)
                 .keyBy(new DeviceOf(keys, s.cases().size()), Types.INT)
-                .process(new BatchAssembler(keys, s.batch()))
-                .name("BatchAssembler")
+                .transform("BatchAssembler", SampleTypes.BATCH, new BatchAssembler(keys, s.batch()))
                 .uid("batch-assembler")
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);

@@ -4,29 +4,42 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.serde.SampleTypes;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
-import org.apache.flink.api.common.functions.OpenContext;
+import java.util.Map;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
-import org.apache.flink.util.Collector;
+import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
- * One device's batcher: holds its partial batch in keyed state (RocksDB in the job) and emits a
- * batch of B samples, fast and slow mixed in arrival order, as soon as B have arrived.
+ * A device's batcher (keyed by device): emits a batch of B samples, fast and slow mixed in arrival
+ * order, as soon as B have arrived.
+ *
+ * <p>Partial batches are keyed state (RocksDB in the job) in every checkpoint, but not on the hot
+ * path: samples are 1-8 MiB, and a RocksDB write and read of each one cost more than the rest of
+ * the batcher. They wait in memory and are written to keyed state in {@link #snapshotState}, which
+ * Flink runs before it snapshots the keyed backend; a restore reads them back. (A
+ * KeyedProcessFunction has no such hook, hence an operator.)
  */
-public class BatchAssembler extends KeyedProcessFunction<Integer, PreparedSample, Batch> {
+public class BatchAssembler extends AbstractStreamOperator<Batch>
+        implements OneInputStreamOperator<PreparedSample, Batch> {
     private static final long serialVersionUID = 1L;
 
     private final DeviceKeys keys;
     private final int batchSize;
 
-    private transient ListState<PreparedSample> pending;
-    private transient ValueState<Integer> pendingCount;
-    private transient ValueState<Long> nextSequence;
+    private transient Map<Integer, List<PreparedSample>> pending;
+    private transient Map<Integer, Long> nextSequence;
+    private transient ListState<PreparedSample> pendingState;
+    private transient ValueState<Long> sequenceState;
 
     public BatchAssembler(DeviceKeys keys, int batchSize) {
         if (batchSize < 1) {
@@ -37,34 +50,80 @@ public class BatchAssembler extends KeyedProcessFunction<Integer, PreparedSample
     }
 
     @Override
-    public void open(OpenContext openContext) {
-        var state = getRuntimeContext();
-        pending =
-                state.getListState(
-                        new ListStateDescriptor<>("pending", SampleTypes.PREPARED_SAMPLE));
-        pendingCount = state.getState(new ValueStateDescriptor<>("pendingCount", Types.INT));
-        nextSequence = state.getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        pendingState =
+                context.getKeyedStateStore()
+                        .getListState(
+                                new ListStateDescriptor<>("pending", SampleTypes.PREPARED_SAMPLE));
+        sequenceState =
+                context.getKeyedStateStore()
+                        .getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
+        pending = new HashMap<>();
+        nextSequence = new HashMap<>();
+        for (int key : ownedKeys()) {
+            setCurrentKey(key);
+            List<PreparedSample> samples = new ArrayList<>();
+            for (PreparedSample s : pendingState.get()) {
+                samples.add(s);
+            }
+            if (!samples.isEmpty()) {
+                pending.put(key, samples);
+            }
+            Long sequence = sequenceState.value();
+            if (sequence != null) {
+                nextSequence.put(key, sequence);
+            }
+        }
     }
 
     @Override
-    public void processElement(PreparedSample in, Context ctx, Collector<Batch> out)
-            throws Exception {
-        // A count beside the list, so that a sample's arrival appends without reading the list.
-        int count = pendingCount.value() == null ? 0 : pendingCount.value();
-        if (count + 1 < batchSize) {
-            pending.add(in);
-            pendingCount.update(count + 1);
-            return;
+    public void processElement(StreamRecord<PreparedSample> record) {
+        int key = (Integer) getCurrentKey();
+        List<PreparedSample> samples =
+                pending.computeIfAbsent(key, k -> new ArrayList<>(batchSize));
+        samples.add(record.getValue());
+        if (samples.size() == batchSize) {
+            pending.remove(key);
+            long sequence = nextSequence.getOrDefault(key, 0L);
+            nextSequence.put(key, sequence + 1);
+            output.collect(new StreamRecord<>(new Batch(keys.deviceOf(key), sequence, samples)));
         }
-        List<PreparedSample> samples = new ArrayList<>(batchSize);
-        for (PreparedSample s : pending.get()) {
-            samples.add(s);
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        for (int key : ownedKeys()) {
+            setCurrentKey(key);
+            List<PreparedSample> samples = pending.get(key);
+            if (samples == null) {
+                pendingState.clear();
+            } else {
+                pendingState.update(samples);
+            }
+            Long sequence = nextSequence.get(key);
+            if (sequence != null) {
+                sequenceState.update(sequence);
+            }
         }
-        samples.add(in);
-        long sequence = nextSequence.value() == null ? 0 : nextSequence.value();
-        pending.clear();
-        pendingCount.clear();
-        nextSequence.update(sequence + 1);
-        out.collect(new Batch(keys.deviceOf(ctx.getCurrentKey()), sequence, samples));
+    }
+
+    /** The device keys whose key groups this subtask holds. */
+    private List<Integer> ownedKeys() {
+        var task = getRuntimeContext().getTaskInfo();
+        List<Integer> owned = new ArrayList<>();
+        for (int d = 0; d < keys.devices(); d++) {
+            int key = keys.keyOf(d);
+            int subtask =
+                    KeyGroupRangeAssignment.assignKeyToParallelOperator(
+                            key,
+                            task.getMaxNumberOfParallelSubtasks(),
+                            task.getNumberOfParallelSubtasks());
+            if (subtask == task.getIndexOfThisSubtask()) {
+                owned.add(key);
+            }
+        }
+        return owned;
     }
 }

@@ -24,7 +24,6 @@ import java.util.Set;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
@@ -227,9 +226,7 @@ class LoaderOperatorsTest {
     private static KeyedOneInputStreamOperatorTestHarness<Integer, PreparedSample, Batch> assembler(
             DeviceKeys keys) throws Exception {
         return new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new BatchAssembler(keys, 2)),
-                new DeviceOf(keys, 100),
-                Types.INT);
+                new BatchAssembler(keys, 2), new DeviceOf(keys, 100), Types.INT);
     }
 
     private static PreparedSample sample(long index) {
