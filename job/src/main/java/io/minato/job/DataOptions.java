@@ -1,10 +1,17 @@
 package io.minato.job;
 
+import io.minato.data.BadInputException;
+import io.minato.data.CaseCheck;
+import io.minato.data.CaseFiles;
+import io.minato.data.Dataset;
 import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.transform.TransformConfig;
 import java.io.IOException;
+import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import picocli.CommandLine.Option;
 
 /**
@@ -86,4 +93,35 @@ public final class DataOptions {
     public TransformConfig transformConfig() {
         return TransformConfig.mlperf(patchEdge());
     }
+
+    /**
+     * The dataset split into held-out and training cases, every training case checked: a bad one
+     * stops the run (fail) or is left out and counted (skip), with one line on {@code err}.
+     */
+    public Cases cases(PrintWriter err) throws IOException, BadInputException {
+        Path dir = dataDir();
+        Dataset dataset = Dataset.scan(dir);
+        int eval = evalCases != null ? evalCases : Dataset.defaultEvalCases(dataset.size());
+        List<CaseFiles> train = new ArrayList<>();
+        int quarantined = 0;
+        for (CaseFiles c : dataset.split(eval).train()) {
+            try {
+                CaseCheck.check(c, transformConfig().patch());
+                train.add(c);
+            } catch (BadInputException e) {
+                if (onBadSample == OnBadSample.fail) {
+                    throw e;
+                }
+                quarantined++;
+                err.println("skipped: " + e.getMessage());
+            }
+        }
+        if (train.isEmpty()) {
+            throw new BadInputException(dir, "every training case was skipped as bad input");
+        }
+        return new Cases(dir, dataset.size(), eval, List.copyOf(train), quarantined);
+    }
+
+    /** The cases a run trains on. */
+    public record Cases(Path dir, int total, int eval, List<CaseFiles> train, int quarantined) {}
 }

@@ -1,9 +1,6 @@
 package io.minato.job;
 
-import io.minato.data.BadInputException;
-import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
-import io.minato.data.Dataset;
 import io.minato.job.report.RunReport;
 import io.minato.loader.CaseTable;
 import io.minato.loader.SampleSource;
@@ -18,7 +15,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -164,28 +160,8 @@ public final class TrainCommand implements Callable<Integer> {
         int slow = slowWorkers != null ? slowWorkers : Math.max(1, workers / 4);
         int fast = workers;
 
-        Path dir = data.dataDir();
-        Dataset dataset = Dataset.scan(dir);
-        int evalCases =
-                data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(dataset.size());
-        Dataset.Split split = dataset.split(evalCases);
-        List<CaseFiles> train = new ArrayList<>();
-        int quarantined = 0;
-        for (CaseFiles c : split.train()) {
-            try {
-                CaseCheck.check(c, data.transformConfig().patch());
-                train.add(c);
-            } catch (BadInputException e) {
-                if (data.onBadSample == DataOptions.OnBadSample.fail) {
-                    throw e;
-                }
-                quarantined++;
-                err.println("skipped: " + e.getMessage());
-            }
-        }
-        if (train.isEmpty()) {
-            throw new BadInputException(dir, "every training case was skipped as bad input");
-        }
+        DataOptions.Cases cases = data.cases(err);
+        List<CaseFiles> train = cases.train();
 
         Path run =
                 runDir != null
@@ -229,8 +205,8 @@ public final class TrainCommand implements Callable<Integer> {
                         + " device(s), %d workers, run dir %s%s%n",
                 loader,
                 train.size(),
-                evalCases,
-                quarantined,
+                cases.eval(),
+                cases.quarantined(),
                 epochs,
                 data.patchEdge(),
                 batch,
@@ -255,10 +231,10 @@ public final class TrainCommand implements Callable<Integer> {
                                 data.patchEdge(),
                                 epochs,
                                 data.seed,
-                                dataset.size(),
+                                cases.total(),
                                 train.size(),
-                                evalCases,
-                                quarantined,
+                                cases.eval(),
+                                cases.quarantined(),
                                 firstRequest != null && firstRequest != Long.MAX_VALUE
                                         ? firstRequest
                                         : start,

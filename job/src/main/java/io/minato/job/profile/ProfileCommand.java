@@ -3,7 +3,6 @@ package io.minato.job.profile;
 import io.minato.data.BadInputException;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
-import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
 import io.minato.job.DataOptions;
 import io.minato.stats.CpuClock;
@@ -13,7 +12,6 @@ import io.minato.transform.SampleKey;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -61,36 +59,17 @@ public final class ProfileCommand implements Callable<Integer> {
                     spec.commandLine(), "--epochs and --threads must be >= 1");
         }
         PrintWriter out = spec.commandLine().getOut();
-        Path dir = data.dataDir();
-        Dataset dataset = Dataset.scan(dir);
-        int evalCases =
-                data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(dataset.size());
-        List<CaseFiles> train = new ArrayList<>();
-        int quarantined = 0;
-        for (CaseFiles c : dataset.split(evalCases).train()) {
-            try {
-                CaseCheck.check(c, data.transformConfig().patch());
-                train.add(c);
-            } catch (BadInputException e) {
-                if (data.onBadSample == DataOptions.OnBadSample.fail) {
-                    throw e;
-                }
-                quarantined++;
-                System.err.println("skipped: " + e.getMessage());
-            }
-        }
-        if (train.isEmpty()) {
-            throw new BadInputException(dir, "every training case was skipped as bad input");
-        }
+        DataOptions.Cases cases = data.cases(spec.commandLine().getErr());
+        List<CaseFiles> train = cases.train();
         Profile profile = run(train, data.transformConfig());
         out.printf(
                 Locale.ROOT,
                 "profile: %s, %d training cases (%d held out, %d quarantined), patch %d^3, seed %d,"
                         + " %d epoch(s), %d thread(s)%n",
-                dir,
+                cases.dir(),
                 train.size(),
-                evalCases,
-                quarantined,
+                cases.eval(),
+                cases.quarantined(),
                 data.patchEdge(),
                 data.seed,
                 epochs,
