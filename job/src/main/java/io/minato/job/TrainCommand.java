@@ -202,7 +202,7 @@ public final class TrainCommand implements Callable<Integer> {
         err.printf(
                 Locale.ROOT,
                 "training: %s loader, %d cases (%d held out, %d quarantined) x %d epochs, patch %d^3, batch %d x %d %s"
-                        + " device(s), %d workers, run dir %s%s%n",
+                        + " device(s), accelerator %s, %d workers, run dir %s%s%n",
                 loader,
                 train.size(),
                 cases.eval(),
@@ -212,6 +212,7 @@ public final class TrainCommand implements Callable<Integer> {
                 batch,
                 dev.count(),
                 dev.kind(),
+                accelerator,
                 workers,
                 run,
                 webUi ? ", web UI on http://localhost:" + restPort : "");
