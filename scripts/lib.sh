@@ -3,7 +3,9 @@
 
 minato_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); }
 
-# Rebuilds (skipping tests) when the job jar is missing or older than any source or pom.
+# Rebuilds (skipping tests) when the job jar is missing or older than any source or pom. The run
+# classpath: compile scope includes the Flink jars the job jar leaves to a cluster (provided);
+# runtime scope adds what only runs (log4j-core).
 minato_build_if_needed() {
   local root jar stale
   root="$(minato_root)"
@@ -15,14 +17,18 @@ minato_build_if_needed() {
     stale=yes
   fi
   if [ -n "$stale" ]; then
-    echo "building minato-flink (mvn install -DskipTests) ..." >&2
-    (cd "$root" && mvn -B -q -ntp install -DskipTests) >&2
-    # The run classpath: compile scope includes the Flink jars the job jar leaves to the cluster
-    # (provided); runtime scope adds what only runs (log4j-core).
-    (cd "$root" && mvn -B -q -ntp -pl job dependency:build-classpath -Dmdep.includeScope=compile \
+    echo "building minato-flink (mvn install -DskipTests; log in target/build.log) ..." >&2
+    mkdir -p "$root/target"
+    # The build's output goes to a log, shown only when the build fails.
+    if ! (cd "$root" && mvn -B -ntp install -DskipTests \
+      && mvn -B -ntp -pl job dependency:build-classpath -Dmdep.includeScope=compile \
         -Dmdep.outputFile=target/cp-compile.txt \
-      && mvn -B -q -ntp -pl job dependency:build-classpath -Dmdep.includeScope=runtime \
-        -Dmdep.outputFile=target/cp-runtime.txt) >&2
+      && mvn -B -ntp -pl job dependency:build-classpath -Dmdep.includeScope=runtime \
+        -Dmdep.outputFile=target/cp-runtime.txt) > "$root/target/build.log" 2>&1; then
+      tail -n 40 "$root/target/build.log" >&2
+      echo "error: the build failed; the whole log is in target/build.log" >&2
+      return 1
+    fi
     { cat "$root/job/target/cp-compile.txt"; echo -n ":"; cat "$root/job/target/cp-runtime.txt"; } \
       > "$root/job/target/run-classpath.txt"
   fi
