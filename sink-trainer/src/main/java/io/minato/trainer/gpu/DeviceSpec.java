@@ -1,0 +1,180 @@
+package io.minato.trainer.gpu;
+
+import ai.djl.Device;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+/**
+ * The trainer devices from {@code --devices}: {@code cpu}, {@code cpu:N}, {@code gpu} or {@code
+ * gpu:I,J,...}, falling back to one CPU device, with one line for the user, when there is no GPU.
+ *
+ * <p>DJL and CUDA: {@link #djlDevice} hands DJL a {@code Device.gpu(i)}, which runs on the GPU only
+ * with a CUDA build of libtorch, and DJL prefers the {@code pytorch-native-cpu} jar we bundle. Two
+ * ways to point it at CUDA (DJL 0.35.1 / PyTorch 2.7.1, whose {@code pytorch-jni} ships the JNI for
+ * flavour {@code cu128}):
+ *
+ * <ul>
+ *   <li>online: leave {@code pytorch-native-cpu} off the runtime classpath and {@code
+ *       ai.djl.offline} unset; DJL detects the CUDA version and downloads the matching libtorch
+ *       into {@code ~/.djl.ai} on first use ({@code PYTORCH_FLAVOR=cu128} forces the flavour);
+ *   <li>offline: unpack a libtorch 2.7.1 CUDA 12.8 build (or pip's {@code torch==2.7.1+cu128}) and
+ *       set {@code PYTORCH_LIBRARY_PATH} to its {@code lib} folder, with {@code
+ *       PYTORCH_VERSION=2.7.1} and {@code PYTORCH_FLAVOR=cu128} (else DJL derives the flavour from
+ *       the driver's CUDA version and looks for a JNI it may not have).
+ * </ul>
+ *
+ * On a machine without a usable GPU DJL logs "Failed to detect GPU count" and quietly runs on the
+ * CPU, which is why we ask NVML first instead of trusting DJL's device list.
+ */
+public final class DeviceSpec {
+
+    /** The command-line option this parses, for error messages. */
+    public static final String OPTION = "--devices";
+
+    static final String FORMS =
+            "cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs) or gpu:I,J,... (GPU indices)";
+
+    private static final Pattern COUNT = Pattern.compile("\\d{1,9}");
+
+    private final String spec;
+    private final List<TrainingDevice> devices;
+    private final String fallbackNotice;
+
+    private DeviceSpec(String spec, List<TrainingDevice> devices, String fallbackNotice) {
+        this.spec = spec;
+        this.devices = List.copyOf(devices);
+        this.fallbackNotice = fallbackNotice;
+    }
+
+    /** Parses {@code spec} against the GPUs {@link GpuProbe} finds; null or blank: the default. */
+    public static DeviceSpec parse(String spec) {
+        return parse(spec, GpuProbe::detect);
+    }
+
+    /**
+     * Parses {@code spec} against the GPUs {@code probe} reports; the probe is asked only when the
+     * spec needs GPUs, so {@code cpu} never loads CUDA. Null or blank: {@code gpu} if one is
+     * present, else {@code cpu}, with no notice.
+     *
+     * @throws IllegalArgumentException naming the spec and the accepted forms
+     */
+    public static DeviceSpec parse(String spec, Supplier<Gpus> probe) {
+        if (spec == null || spec.isBlank()) {
+            Gpus gpus = probe.get();
+            return gpus.present() ? allGpus("gpu", gpus) : new DeviceSpec("cpu", cpus(1), "");
+        }
+        String s = spec.strip().toLowerCase(Locale.ROOT);
+        if (s.equals("cpu")) {
+            return new DeviceSpec(s, cpus(1), "");
+        }
+        if (s.startsWith("cpu:")) {
+            String n = s.substring("cpu:".length()).strip();
+            if (!COUNT.matcher(n).matches() || Integer.parseInt(n) < 1) {
+                throw invalid(spec, "N must be a whole number >= 1, got '" + n + "'");
+            }
+            return new DeviceSpec(s, cpus(Integer.parseInt(n)), "");
+        }
+        if (s.equals("gpu")) {
+            Gpus gpus = probe.get();
+            return gpus.present() ? allGpus(s, gpus) : fallback(spec, gpus);
+        }
+        if (s.startsWith("gpu:")) {
+            // Syntax first, so a typo is reported the same on machines with and without a GPU.
+            List<Integer> indices = indices(spec, s.substring("gpu:".length()));
+            Gpus gpus = probe.get();
+            if (!gpus.present()) {
+                return fallback(spec, gpus);
+            }
+            List<TrainingDevice> chosen = new ArrayList<>();
+            for (int i : indices) {
+                if (gpus.get(i).isEmpty()) {
+                    throw invalid(
+                            spec,
+                            "there is no GPU "
+                                    + i
+                                    + "; this machine has "
+                                    + gpus.count()
+                                    + " ("
+                                    + gpus.list().stream()
+                                            .map(g -> "gpu:" + g.index())
+                                            .collect(Collectors.joining(", "))
+                                    + ")");
+                }
+                chosen.add(TrainingDevice.gpu(i));
+            }
+            return new DeviceSpec(s, chosen, "");
+        }
+        throw invalid(spec, "unknown device kind");
+    }
+
+    /** The device DJL should put replica {@code device}'s model and batches on. */
+    public static Device djlDevice(TrainingDevice device) {
+        return device.isGpu() ? Device.gpu(device.index()) : Device.cpu();
+    }
+
+    /** The spec as understood (lower case; {@code cpu} or {@code gpu} for the default). */
+    public String spec() {
+        return spec;
+    }
+
+    /** One trainer replica per entry, in replica order. */
+    public List<TrainingDevice> devices() {
+        return devices;
+    }
+
+    /** The line to print when a GPU spec fell back to the CPU; empty otherwise. */
+    public Optional<String> fallbackNotice() {
+        return fallbackNotice.isEmpty() ? Optional.empty() : Optional.of(fallbackNotice);
+    }
+
+    @Override
+    public String toString() {
+        return spec + " -> " + devices;
+    }
+
+    private static List<Integer> indices(String spec, String list) {
+        Set<Integer> seen = new LinkedHashSet<>();
+        for (String part : list.split(",", -1)) {
+            String p = part.strip();
+            if (!COUNT.matcher(p).matches()) {
+                throw invalid(spec, "'" + p + "' is not a GPU index (0, 1, ...)");
+            }
+            if (!seen.add(Integer.parseInt(p))) {
+                throw invalid(spec, "GPU " + p + " is listed twice");
+            }
+        }
+        return new ArrayList<>(seen);
+    }
+
+    private static DeviceSpec allGpus(String spec, Gpus gpus) {
+        return new DeviceSpec(
+                spec, gpus.list().stream().map(g -> TrainingDevice.gpu(g.index())).toList(), "");
+    }
+
+    private static DeviceSpec fallback(String spec, Gpus gpus) {
+        String line =
+                "no GPU ("
+                        + gpus.cause()
+                        + "): running on 1 cpu device instead of '"
+                        + spec.strip()
+                        + "'";
+        return new DeviceSpec("cpu", cpus(1), line);
+    }
+
+    private static List<TrainingDevice> cpus(int n) {
+        return IntStream.range(0, n).mapToObj(TrainingDevice::cpu).toList();
+    }
+
+    private static IllegalArgumentException invalid(String spec, String problem) {
+        return new IllegalArgumentException(
+                OPTION + " '" + spec.strip() + "': " + problem + "; expected " + FORMS);
+    }
+}

@@ -1,0 +1,167 @@
+package io.minato.trainer.gpu;
+
+import static io.minato.trainer.gpu.TrainingDevice.cpu;
+import static io.minato.trainer.gpu.TrainingDevice.gpu;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.djl.Device;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class DeviceSpecTest {
+
+    private static final Gpus TWO_GPUS =
+            Gpus.found(
+                    List.of(
+                            new Gpu(0, "NVIDIA H100", 80L << 30),
+                            new Gpu(1, "NVIDIA H100", 80L << 30)));
+
+    private static final Gpus NO_GPU =
+            Gpus.none(
+                    "CUDA/NVML libraries not found",
+                    "UnsatisfiedLinkError: no jnicudart in java.library.path");
+
+    private static DeviceSpec parse(String spec, Gpus gpus) {
+        return DeviceSpec.parse(spec, () -> gpus);
+    }
+
+    @Test
+    void shouldRunOneCpuReplicaForCpu() {
+        DeviceSpec spec = parse("cpu", TWO_GPUS);
+
+        assertThat(spec.devices()).containsExactly(cpu(0));
+        assertThat(spec.fallbackNotice()).isEmpty();
+    }
+
+    @Test
+    void shouldRunNCpuReplicasForCpuN() {
+        assertThat(parse("cpu:3", NO_GPU).devices()).containsExactly(cpu(0), cpu(1), cpu(2));
+        assertThat(parse(" CPU:2 ", NO_GPU).devices()).containsExactly(cpu(0), cpu(1));
+    }
+
+    @Test
+    void shouldNotProbeForGpusWhenTheSpecIsCpu() {
+        AtomicInteger probes = new AtomicInteger();
+        Supplier<Gpus> counting =
+                () -> {
+                    probes.incrementAndGet();
+                    return TWO_GPUS;
+                };
+
+        DeviceSpec.parse("cpu", counting);
+        DeviceSpec.parse("cpu:4", counting);
+
+        assertThat(probes).hasValue(0);
+    }
+
+    @Test
+    void shouldUseEveryDetectedGpuForGpu() {
+        DeviceSpec spec = parse("gpu", TWO_GPUS);
+
+        assertThat(spec.devices()).containsExactly(gpu(0), gpu(1));
+        assertThat(spec.fallbackNotice()).isEmpty();
+    }
+
+    @Test
+    void shouldUseTheListedGpusInTheGivenOrder() {
+        assertThat(parse("gpu:1", TWO_GPUS).devices()).containsExactly(gpu(1));
+        assertThat(parse("gpu:1, 0", TWO_GPUS).devices()).containsExactly(gpu(1), gpu(0));
+    }
+
+    @Test
+    void shouldFallBackToOneCpuWithOneClearLineWhenThereIsNoGpu() {
+        DeviceSpec spec = parse("gpu", NO_GPU);
+
+        assertThat(spec.devices()).containsExactly(cpu(0));
+        assertThat(spec.spec()).isEqualTo("cpu");
+        assertThat(spec.fallbackNotice())
+                .contains(
+                        "no GPU (CUDA/NVML libraries not found): running on 1 cpu device instead"
+                                + " of 'gpu'");
+    }
+
+    @Test
+    void shouldFallBackForAGpuListToo() {
+        DeviceSpec spec = parse("gpu:0,1", Gpus.none("NVML found 0 devices", ""));
+
+        assertThat(spec.devices()).containsExactly(cpu(0));
+        assertThat(spec.fallbackNotice())
+                .contains(
+                        "no GPU (NVML found 0 devices): running on 1 cpu device instead of"
+                                + " 'gpu:0,1'");
+    }
+
+    @Test
+    void shouldDefaultToAllGpusWhenPresentAndSilently() {
+        for (String none : new String[] {null, "", "  "}) {
+            DeviceSpec spec = parse(none, TWO_GPUS);
+            assertThat(spec.devices()).containsExactly(gpu(0), gpu(1));
+            assertThat(spec.fallbackNotice()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldDefaultToOneCpuWithoutGpuAndSilently() {
+        DeviceSpec spec = parse(null, NO_GPU);
+
+        assertThat(spec.devices()).containsExactly(cpu(0));
+        assertThat(spec.spec()).isEqualTo("cpu");
+        assertThat(spec.fallbackNotice()).isEmpty();
+    }
+
+    @Test
+    void shouldNameAGpuThatIsNotPresentAndTheOnesThatAre() {
+        assertThatThrownBy(() -> parse("gpu:3", TWO_GPUS))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith(
+                        "--devices 'gpu:3': there is no GPU 3; this machine has 2 (gpu:0, gpu:1);"
+                                + " expected cpu, cpu:N");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"gpu:x", "gpu:", "gpu:0,", "gpu:-1", "gpu:1,1"})
+    void shouldRejectMalformedGpuListsEvenWithoutGpu(String bad) {
+        for (Gpus gpus : List.of(TWO_GPUS, NO_GPU)) {
+            assertThatThrownBy(() -> parse(bad, gpus))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("--devices '" + bad + "': ")
+                    .hasMessageContaining("expected " + DeviceSpec.FORMS)
+                    .hasMessageNotContaining("\n");
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"cpu:0", "cpu:x", "cpu:", "cpu:-2", "tpu", "cuda", "gpus", "cpu0"})
+    void shouldRejectOtherBadSpecsNamingTheSpecAndTheAcceptedForms(String bad) {
+        assertThatThrownBy(() -> parse(bad, TWO_GPUS))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("--devices '" + bad + "': ")
+                .hasMessageEndingWith(
+                        "expected cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs) or"
+                                + " gpu:I,J,... (GPU indices)");
+    }
+
+    @Test
+    void shouldMapDevicesToDjlDevices() {
+        assertThat(DeviceSpec.djlDevice(gpu(1))).isEqualTo(Device.gpu(1));
+        assertThat(DeviceSpec.djlDevice(cpu(0))).isEqualTo(Device.cpu());
+        assertThat(DeviceSpec.djlDevice(cpu(3))).isEqualTo(Device.cpu());
+    }
+
+    @Test
+    void shouldFallBackOnThisMachineWhenAskedForGpus() {
+        GpuProbeTest.assumeNoNvidiaDriver();
+        DeviceSpec spec = DeviceSpec.parse("gpu");
+
+        assertThat(spec.devices()).containsExactly(cpu(0));
+        assertThat(spec.fallbackNotice())
+                .contains(
+                        "no GPU (CUDA/NVML libraries not found): running on 1 cpu device instead"
+                                + " of 'gpu'");
+    }
+}
