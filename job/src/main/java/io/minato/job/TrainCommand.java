@@ -5,9 +5,13 @@ import io.minato.job.report.RunReport;
 import io.minato.loader.CaseTable;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TimeoutPolicy;
+import io.minato.trainer.AcceleratorFactory;
+import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
+import io.minato.trainer.gpu.DeviceSpec;
+import io.minato.trainer.unet.Unet3d;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -91,6 +95,20 @@ public final class TrainCommand implements Callable<Integer> {
     String accelerator = "real";
 
     @Option(
+            names = "--width",
+            paramLabel = "X",
+            description =
+                    "3D-UNet width: 1.0 is MLPerf's 32-64-128-256-320 filters (default: ${DEFAULT-VALUE}).")
+    double width = 0.125;
+
+    @Option(
+            names = "--learning-rate",
+            paramLabel = "LR",
+            description =
+                    "SGD learning rate after a 20-step linear warm-up (default: ${DEFAULT-VALUE}).")
+    float learningRate = 0.01f;
+
+    @Option(
             names = "--queue-depth",
             paramLabel = "Q",
             description = "Batches queued in front of each device (default: ${DEFAULT-VALUE}).")
@@ -141,19 +159,35 @@ public final class TrainCommand implements Callable<Integer> {
                     spec.commandLine(),
                     "--epochs, --batch, --workers and --queue-depth must be >= 1");
         }
-        Devices dev;
+        DeviceSpec dev;
         TimeoutPolicy timeoutPolicy;
-        SimulatedAccelerator.Factory acceleratorFactory;
+        AcceleratorFactory acceleratorFactory;
         try {
-            // Default "gpu if present, else cpu": without GPU support in this build, cpu.
-            dev = devices == null ? new Devices("cpu", 1) : Devices.parse(devices, err);
+            dev = DeviceSpec.parse(devices);
+            dev.fallbackNotice().ifPresent(err::println);
             timeoutPolicy = TimeoutPolicy.parse(timeout);
             if (accelerator.equals("real")) {
-                throw new IllegalArgumentException(
-                        "--accelerator real needs the DJL trainer, which is not built yet;"
-                                + " use --accelerator simulated:MS");
+                if (dev.devices().size() > 1) {
+                    throw new IllegalArgumentException(
+                            "--accelerator real trains on one device until synchronous data"
+                                    + " parallelism exists; use --devices cpu (or a simulated"
+                                    + " accelerator for several devices)");
+                }
+                if (data.patchEdge() % Unet3d.PATCH_DIVISOR != 0) {
+                    throw new IllegalArgumentException(
+                            "--patch "
+                                    + data.patchEdge()
+                                    + " must be a multiple of "
+                                    + Unet3d.PATCH_DIVISOR
+                                    + " for the 3D-UNet");
+                }
+                acceleratorFactory =
+                        new DjlAccelerator.Factory(
+                                new DjlAccelerator.Settings(
+                                        width, learningRate, 0.9f, 20, data.seed));
+            } else {
+                acceleratorFactory = SimulatedAccelerator.parse(accelerator);
             }
-            acceleratorFactory = SimulatedAccelerator.parse(accelerator);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -186,11 +220,11 @@ public final class TrainCommand implements Callable<Integer> {
                         epochs,
                         data.seed,
                         batch,
-                        dev.count(),
+                        dev.devices().size(),
                         fast,
                         slow,
                         timeoutPolicy);
-        int slots = Math.max(Math.max(fast, slow), dev.count());
+        int slots = Math.max(Math.max(fast, slow), dev.devices().size());
         StreamExecutionEnvironment env =
                 FlinkSetup.environment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(checkpointMillis), 3),
@@ -210,8 +244,8 @@ public final class TrainCommand implements Callable<Integer> {
                 epochs,
                 data.patchEdge(),
                 batch,
-                dev.count(),
-                dev.kind(),
+                dev.devices().size(),
+                dev.devices().get(0).kind().name().toLowerCase(Locale.ROOT),
                 accelerator,
                 workers,
                 run,
@@ -227,7 +261,7 @@ public final class TrainCommand implements Callable<Integer> {
                 RunReport.build(
                         new RunReport.Inputs(
                                 loader.name(),
-                                dev.count(),
+                                dev.devices().size(),
                                 batch,
                                 data.patchEdge(),
                                 epochs,

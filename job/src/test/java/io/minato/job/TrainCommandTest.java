@@ -91,12 +91,54 @@ class TrainCommandTest {
     }
 
     @Test
-    void shouldRefuseTheRealAcceleratorWithOneLineUntilTheTrainerExists() {
-        MainTest.Run run = run("train", "--data", data.toString(), "--patch", "8", "--no-web-ui");
+    void shouldTrainTheRealUnetOnOneDeviceAndReportItsLoss() throws Exception {
+        Path cases = out.resolve("cases");
+        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(cases);
+        Path report = out.resolve("real.json");
+        MainTest.Run run =
+                run(
+                        "train",
+                        "--data",
+                        cases.toString(),
+                        "--patch",
+                        "32",
+                        "--eval-cases",
+                        "1",
+                        "--epochs",
+                        "1",
+                        "--devices",
+                        "cpu",
+                        "--no-web-ui",
+                        "--run-dir",
+                        out.resolve("run").toString(),
+                        "--report",
+                        report.toString());
+        assertThat(run.status()).as(run.err()).isZero();
+        String json = Files.readString(report);
+        assertThat(json)
+                .contains(
+                        "\"kind\": \"cpu\"",
+                        "\"steps\": 2",
+                        "\"delivered\": 4",
+                        "\"loss\": {\"first\": ");
+    }
+
+    @Test
+    void shouldRefuseRealTrainingOnSeveralDevicesWithOneLine() {
+        MainTest.Run run =
+                run(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "32",
+                        "--devices",
+                        "cpu:2",
+                        "--no-web-ui");
         assertThat(run.status()).isEqualTo(2);
         assertThat(run.err().strip())
                 .doesNotContain("\n")
-                .contains("--accelerator real needs the DJL trainer");
+                .contains("trains on one device until synchronous data parallelism");
     }
 
     @Test

@@ -1,0 +1,68 @@
+package io.minato.trainer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.transform.Patch;
+import io.minato.transform.Shape3;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class DjlAcceleratorTest {
+    private static final DjlAccelerator.Settings SETTINGS =
+            new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3);
+
+    @Test
+    void shouldTrainAStepAndCarryItsParametersThroughASnapshot() {
+        Batch batch = batch();
+        byte[] afterOneStep;
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            StepResult r = a.train(batch);
+            assertThat(r.loss()).isFinite().isPositive();
+            assertThat(r.busyNanos()).isPositive();
+            afterOneStep = a.snapshot();
+        }
+        assertThat(afterOneStep).isNotEmpty();
+        try (DjlAccelerator restored = new DjlAccelerator(SETTINGS);
+                DjlAccelerator fresh = new DjlAccelerator(SETTINGS)) {
+            restored.restore(afterOneStep);
+            restored.train(batch); // the first batch fixes the shape; the restored parameters apply
+            fresh.train(batch);
+            // Same seed: a fresh replica starts where the first did, not where its step left it.
+            assertThat(restored.snapshot()).isNotEqualTo(fresh.snapshot());
+        }
+    }
+
+    @Test
+    void shouldStartEveryReplicaFromTheSameParameters() {
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS);
+                DjlAccelerator b = new DjlAccelerator(SETTINGS)) {
+            a.train(batch());
+            b.train(batch());
+            assertThat(a.snapshot()).isEqualTo(b.snapshot());
+        }
+    }
+
+    private static Batch batch() {
+        Shape3 s = Shape3.cube(32);
+        float[] image = new float[(int) s.voxels()];
+        byte[] label = new byte[(int) s.voxels()];
+        for (int i = 0; i < image.length; i++) {
+            boolean inside = i / 1024 >= 8 && i / 1024 < 24 && i / 32 % 32 >= 8 && i / 32 % 32 < 24;
+            image[i] = inside ? 1f : -1f;
+            label[i] = (byte) (inside ? 1 : 0);
+        }
+        return new Batch(
+                0,
+                0,
+                List.of(
+                        new PreparedSample(
+                                new SampleTask(1, 0, 0, 0),
+                                SamplePath.FAST,
+                                1,
+                                new Patch(s, image, label))));
+    }
+}
