@@ -99,7 +99,7 @@ public final class TrainCommand implements Callable<Integer> {
             paramLabel = "X",
             description =
                     "3D-UNet width: 1.0 is MLPerf's 32-64-128-256-320 filters (default: ${DEFAULT-VALUE}).")
-    double width = 0.125;
+    double width = 0.25;
 
     @Option(
             names = "--learning-rate",

@@ -38,17 +38,10 @@ import java.io.UncheckedIOException;
 public final class DjlAccelerator implements Accelerator {
     public static final String KIND = "cpu";
 
-    /** Model and optimizer settings; defaults in {@link #defaults()}. */
+    /** Model width and SGD settings (the train command holds the defaults). */
     public record Settings(
             double width, float learningRate, float momentum, int warmupSteps, long seed)
-            implements Serializable {
-        /**
-         * The MLPerf reference's SGD (lr 0.8 at batch 2 per GPU is too hot for tiny CPU models).
-         */
-        public static Settings defaults() {
-            return new Settings(0.125, 0.01f, 0.9f, 20, 7);
-        }
-    }
+            implements Serializable {}
 
     /** Creates the trainer of one device. */
     public record Factory(Settings settings) implements AcceleratorFactory {
