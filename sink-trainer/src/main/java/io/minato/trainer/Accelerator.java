@@ -1,10 +1,11 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
+import java.nio.file.Path;
 
 /**
- * One device's training step: a simulated sleep today, a DJL trainer later. Driven by a single
- * worker thread of the {@link TrainerSink}, never concurrently.
+ * One device's training step: a simulated sleep, or a DJL trainer. Driven by a single worker thread
+ * of the {@link TrainerSink}, never concurrently.
  */
 public interface Accelerator extends AutoCloseable {
 
@@ -24,6 +25,12 @@ public interface Accelerator extends AutoCloseable {
 
     /** Restores what {@link #snapshot()} returned, before the first step after a failure. */
     default void restore(byte[] state) throws Exception {}
+
+    /**
+     * Called once at the end of input, after the last step, with the run's output folder: keep what
+     * the run produced (the trained model). Nothing by default.
+     */
+    default void finish(Path outputDir, int device) throws Exception {}
 
     /** Releases the device; no checked exception, so that closing never hides a step's failure. */
     @Override

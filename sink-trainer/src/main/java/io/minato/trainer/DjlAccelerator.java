@@ -26,6 +26,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
 
 /**
  * Real training on one device: the MLPerf 3D-UNet in DJL (PyTorch engine), Dice + cross-entropy,
@@ -37,6 +38,7 @@ import java.io.UncheckedIOException;
  */
 public final class DjlAccelerator implements Accelerator {
     public static final String KIND = "cpu";
+    public static final String MODEL_NAME = "unet3d";
 
     /** Model width and SGD settings (the train command holds the defaults). */
     public record Settings(
@@ -91,7 +93,7 @@ public final class DjlAccelerator implements Accelerator {
         }
         // The same seed on every replica: identical initial parameters.
         Engine.getInstance().setRandomSeed((int) settings.seed());
-        model = Model.newInstance("unet3d", Device.cpu());
+        model = Model.newInstance(MODEL_NAME, Device.cpu());
         model.setBlock(Unet3d.builder().optWidth(settings.width()).build());
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(DiceCeLoss.builder().build())
@@ -171,6 +173,19 @@ public final class DjlAccelerator implements Accelerator {
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The model's parameters (after the first step), for tests and checks. */
+    ai.djl.nn.ParameterList parameters() {
+        return model.getBlock().getParameters();
+    }
+
+    /** Saves the trained model in DJL's format: {@code model-device-<d>/unet3d-0000.params}. */
+    @Override
+    public void finish(Path outputDir, int device) throws IOException {
+        if (model != null) {
+            model.save(outputDir.resolve("model-device-" + device), MODEL_NAME);
         }
     }
 

@@ -138,7 +138,10 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         }
     }
 
-    /** At end of input, waits until every queued batch is trained and writes the summary. */
+    /**
+     * At end of input, waits until every queued batch is trained, lets the accelerator keep its
+     * result (the model) and writes the summary.
+     */
     @Override
     public void flush(boolean endOfInput) throws IOException, InterruptedException {
         lock.lockInterruptibly();
@@ -151,6 +154,16 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             lock.unlock();
         }
         if (endOfInput) {
+            if (outputDir != null) {
+                try {
+                    accelerator.finish(outputDir, device);
+                } catch (IOException | RuntimeException e) {
+                    throw e;
+                } catch (Exception e) {
+                    throw new IOException(
+                            "device " + device + " could not finish: " + e.getMessage(), e);
+                }
+            }
             writeSummary();
         }
     }

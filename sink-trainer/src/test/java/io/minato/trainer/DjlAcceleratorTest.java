@@ -2,14 +2,19 @@ package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ai.djl.Device;
+import ai.djl.Model;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.trainer.unet.Unet3d;
 import io.minato.transform.Patch;
 import io.minato.transform.Shape3;
+import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class DjlAcceleratorTest {
     private static final DjlAccelerator.Settings SETTINGS =
@@ -33,6 +38,27 @@ class DjlAcceleratorTest {
             fresh.train(batch);
             // Same seed: a fresh replica starts where the first did, not where its step left it.
             assertThat(restored.snapshot()).isNotEqualTo(fresh.snapshot());
+        }
+    }
+
+    @Test
+    void shouldSaveTheTrainedModelInDjlsFormatAtTheEnd(@TempDir Path dir) throws Exception {
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            a.train(batch());
+            a.finish(dir, 0);
+            Path saved = dir.resolve("model-device-0");
+            assertThat(saved.resolve("unet3d-0000.params")).isRegularFile();
+            try (Model loaded = Model.newInstance("unet3d", Device.cpu())) {
+                loaded.setBlock(Unet3d.builder().optWidth(SETTINGS.width()).build());
+                loaded.load(saved, "unet3d");
+                var mine = a.parameters();
+                var theirs = loaded.getBlock().getParameters();
+                assertThat(theirs.size()).isEqualTo(mine.size());
+                for (int i = 0; i < mine.size(); i++) {
+                    assertThat(theirs.get(i).getValue().getArray().toFloatArray())
+                            .isEqualTo(mine.get(i).getValue().getArray().toFloatArray());
+                }
+            }
         }
     }
 

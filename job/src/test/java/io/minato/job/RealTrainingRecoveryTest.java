@@ -1,0 +1,147 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.data.CaseFiles;
+import io.minato.data.Dataset;
+import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.loader.CaseTable;
+import io.minato.loader.TimeoutPolicy;
+import io.minato.sample.Batch;
+import io.minato.trainer.Accelerator;
+import io.minato.trainer.AcceleratorFactory;
+import io.minato.trainer.DeviceSummary;
+import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.StepResult;
+import io.minato.trainer.TraceFiles;
+import io.minato.trainer.TrainerSink;
+import io.minato.transform.TransformConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real DJL trainer across a failure: model state restored from the checkpoint, nothing twice.
+ */
+class RealTrainingRecoveryTest {
+    @RegisterExtension
+    static final MiniClusterExtension CLUSTER =
+            new MiniClusterExtension(
+                    new MiniClusterResourceConfiguration.Builder()
+                            .setNumberTaskManagers(1)
+                            .setNumberSlotsPerTaskManager(3)
+                            .build());
+
+    private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
+    private static final AtomicInteger RESTORES = new AtomicInteger();
+    private static final AtomicBoolean FAILED = new AtomicBoolean();
+
+    @TempDir Path data;
+    @TempDir Path run;
+
+    @Test
+    void shouldResumeRealTrainingFromTheCheckpointedModelWithEverySampleTrainedOnce()
+            throws Exception {
+        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(9).build().generate(data);
+        List<CaseFiles> train = Dataset.scan(data).split(1).train();
+        int epochs = 8;
+        LoaderJob.Settings settings =
+                new LoaderJob.Settings(
+                        LoaderJob.Loader.minato,
+                        new CaseTable(train),
+                        TransformConfig.mlperf(32),
+                        epochs,
+                        3,
+                        2,
+                        1,
+                        2,
+                        1,
+                        TimeoutPolicy.parse("auto"));
+        TrainerSink sink =
+                TrainerSink.builder()
+                        .setAccelerator(
+                                new FailOnceAfterCheckpoints(
+                                        new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3)))
+                        .optOutputDir(run)
+                        .optTraceDir(run)
+                        .build();
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 2));
+        new LoaderJob(settings, sink).build(env);
+        env.execute("real training with a failure");
+
+        assertThat(FAILED).as("the fault was injected").isTrue();
+        assertThat(RESTORES.get()).as("model parameters restored from a checkpoint").isPositive();
+        TraceFiles.merge(run, run.resolve("trace.csv"));
+        List<String> lines = Files.readAllLines(run.resolve("trace.csv"));
+        Set<String> seen = new HashSet<>();
+        for (String line : lines.subList(1, lines.size())) {
+            String[] f = line.split(",");
+            assertThat(seen.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
+        }
+        assertThat(seen).hasSize(train.size() * epochs);
+        DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(run, 0));
+        assertThat(summary.steps()).isEqualTo(train.size() * epochs / 2);
+        assertThat(summary.lastLoss()).isFinite();
+        assertThat(run.resolve("model-device-0").resolve("unet3d-0000.params")).isRegularFile();
+    }
+
+    /** The real trainer, failing once on a step after two checkpoints; counts restores. */
+    record FailOnceAfterCheckpoints(DjlAccelerator.Settings settings)
+            implements AcceleratorFactory {
+        @Override
+        public Accelerator create(int device, int devices) {
+            DjlAccelerator real = new DjlAccelerator(settings);
+            return new Accelerator() {
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    if (SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
+                        throw new IllegalStateException("injected device fault");
+                    }
+                    return real.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return real.kind();
+                }
+
+                @Override
+                public byte[] snapshot() {
+                    SNAPSHOTS.incrementAndGet();
+                    return real.snapshot();
+                }
+
+                @Override
+                public void restore(byte[] state) {
+                    if (state.length > 0) {
+                        RESTORES.incrementAndGet();
+                    }
+                    real.restore(state);
+                }
+
+                @Override
+                public void finish(Path outputDir, int device) throws Exception {
+                    real.finish(outputDir, device);
+                }
+
+                @Override
+                public void close() {
+                    real.close();
+                }
+            };
+        }
+    }
+}
