@@ -102,12 +102,16 @@ public final class DataOptions {
         Path dir = dataDir();
         Dataset dataset = Dataset.scan(dir);
         int eval = evalCases != null ? evalCases : Dataset.defaultEvalCases(dataset.size());
+        Dataset.Split split = dataset.split(eval);
         List<CaseFiles> train = new ArrayList<>();
+        List<CaseFiles> held = new ArrayList<>();
         int quarantined = 0;
-        for (CaseFiles c : dataset.split(eval).train()) {
+        for (CaseFiles c : dataset.cases()) {
+            boolean training = split.train().contains(c);
             try {
-                CaseCheck.check(c, transformConfig().patch());
-                train.add(c);
+                // Held-out cases may be any size: sliding-window inference pads them.
+                CaseCheck.check(c, training ? transformConfig().patch() : null);
+                (training ? train : held).add(c);
             } catch (BadInputException e) {
                 if (onBadSample == OnBadSample.fail) {
                     throw e;
@@ -119,9 +123,16 @@ public final class DataOptions {
         if (train.isEmpty()) {
             throw new BadInputException(dir, "every training case was skipped as bad input");
         }
-        return new Cases(dir, dataset.size(), eval, List.copyOf(train), quarantined);
+        return new Cases(
+                dir, dataset.size(), eval, List.copyOf(train), List.copyOf(held), quarantined);
     }
 
     /** The cases a run trains on. */
-    public record Cases(Path dir, int total, int eval, List<CaseFiles> train, int quarantined) {}
+    public record Cases(
+            Path dir,
+            int total,
+            int eval,
+            List<CaseFiles> train,
+            List<CaseFiles> held,
+            int quarantined) {}
 }

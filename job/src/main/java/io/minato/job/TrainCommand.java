@@ -106,7 +106,7 @@ public final class TrainCommand implements Callable<Integer> {
             paramLabel = "LR",
             description =
                     "SGD learning rate after a 20-step linear warm-up (default: ${DEFAULT-VALUE}).")
-    float learningRate = 0.01f;
+    float learningRate = 0.1f;
 
     @Option(
             names = "--queue-depth",
@@ -257,6 +257,17 @@ public final class TrainCommand implements Callable<Integer> {
         long processCpu = processCpuNanos() - cpu0;
         Long firstRequest = result.getAccumulatorResult(SampleSource.FIRST_REQUEST_MILLIS);
 
+        Evaluation.Dice dice = null;
+        if (acceleratorFactory instanceof DjlAccelerator.Factory && !cases.held().isEmpty()) {
+            err.println(
+                    "evaluating the trained model on "
+                            + cases.held().size()
+                            + " held-out case(s) ...");
+            err.flush();
+            dice =
+                    Evaluation.evaluate(
+                            run.resolve("model-device-0"), width, data.patchEdge(), cases.held());
+        }
         RunReport r =
                 RunReport.build(
                         new RunReport.Inputs(
@@ -275,7 +286,8 @@ public final class TrainCommand implements Callable<Integer> {
                                         : start,
                                 Runtime.getRuntime().availableProcessors(),
                                 processCpu / 1e9,
-                                timeoutMillis(result, timeoutPolicy)),
+                                timeoutMillis(result, timeoutPolicy),
+                                dice),
                         run);
         if (report != null) {
             r.write(report);

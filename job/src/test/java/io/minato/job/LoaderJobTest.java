@@ -156,6 +156,7 @@ class LoaderJobTest {
                         start,
                         2,
                         1.0,
+                        null,
                         null),
                 run);
     }

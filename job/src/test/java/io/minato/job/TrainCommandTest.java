@@ -120,7 +120,8 @@ class TrainCommandTest {
                         "\"kind\": \"cpu\"",
                         "\"steps\": 2",
                         "\"delivered\": 4",
-                        "\"loss\": {\"first\": ");
+                        "\"loss\": {\"first\": ",
+                        "\"dice\": {\"mean\": ");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.minato.job.report;
 
+import io.minato.job.Evaluation;
 import io.minato.stats.Distribution;
 import io.minato.trainer.DeviceSummary;
 import io.minato.trainer.TraceFiles;
@@ -32,7 +33,8 @@ public final class RunReport {
             long firstRequestMillis,
             int cores,
             double processCpuSeconds,
-            Double timeoutMs) {}
+            Double timeoutMs,
+            Evaluation.Dice dice) {}
 
     private final Inputs in;
     private final String acceleratorKind;
@@ -158,7 +160,19 @@ public final class RunReport {
                                 + DeviceSummary.Json.number(lastLoss)
                                 + "}");
         b.append(",\n");
-        b.append("  \"dice\": null\n");
+        Evaluation.Dice d = in.dice();
+        b.append("  \"dice\": ");
+        b.append(
+                d == null
+                        ? "null"
+                        : "{\"mean\": "
+                                + DeviceSummary.Json.number(d.mean())
+                                + ", \"kidney\": "
+                                + DeviceSummary.Json.number(d.kidney())
+                                + ", \"tumor\": "
+                                + DeviceSummary.Json.number(d.tumor())
+                                + "}");
+        b.append("\n");
         b.append("}\n");
         return b.toString();
     }
@@ -175,23 +189,32 @@ public final class RunReport {
     public String summaryLine() {
         double rate = wallSeconds > 0 ? delivered / wallSeconds : 0;
         return String.format(
-                Locale.ROOT,
-                "%s: %.1f s, %d steps, %d samples (%.1f/s; %d fast, %d slow, %d dropped, %d quarantined),"
-                        + " accelerator busy %.0f %%, bound %.1f s (wall/bound %.2f), timeout %s",
-                in.loader(),
-                wallSeconds,
-                steps,
-                delivered,
-                rate,
-                fast,
-                slow,
-                dropped,
-                in.quarantined(),
-                100 * busyFraction,
-                boundSeconds,
-                boundSeconds > 0 ? wallSeconds / boundSeconds : 0,
-                in.timeoutMs() == null
-                        ? "none"
-                        : String.format(Locale.ROOT, "%.1f ms", in.timeoutMs()));
+                        Locale.ROOT,
+                        "%s: %.1f s, %d steps, %d samples (%.1f/s; %d fast, %d slow, %d dropped, %d quarantined),"
+                                + " accelerator busy %.0f %%, bound %.1f s (wall/bound %.2f), timeout %s",
+                        in.loader(),
+                        wallSeconds,
+                        steps,
+                        delivered,
+                        rate,
+                        fast,
+                        slow,
+                        dropped,
+                        in.quarantined(),
+                        100 * busyFraction,
+                        boundSeconds,
+                        boundSeconds > 0 ? wallSeconds / boundSeconds : 0,
+                        in.timeoutMs() == null
+                                ? "none"
+                                : String.format(Locale.ROOT, "%.1f ms", in.timeoutMs()))
+                + (in.dice() == null
+                        ? ""
+                        : String.format(
+                                Locale.ROOT,
+                                ", Dice %.3f (kidney %.3f, tumour %.3f; %d held-out cases)",
+                                in.dice().mean(),
+                                in.dice().kidney(),
+                                in.dice().tumor(),
+                                in.dice().cases()));
     }
 }

@@ -1,0 +1,65 @@
+package io.minato.job;
+
+import ai.djl.Device;
+import ai.djl.MalformedModelException;
+import ai.djl.Model;
+import ai.djl.ndarray.NDManager;
+import io.minato.data.BadInputException;
+import io.minato.data.CaseCheck;
+import io.minato.data.CaseFiles;
+import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.unet.SlidingWindow;
+import io.minato.trainer.unet.Unet3d;
+import io.minato.transform.Volume;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/** Mean Dice of a saved 3D-UNet over held-out cases, by sliding-window inference on each volume. */
+public final class Evaluation {
+    /** Windows per forward pass: enough to amortise the call, small enough for the CPU cache. */
+    private static final int WINDOWS_PER_FORWARD = 4;
+
+    private Evaluation() {}
+
+    /** Kidney and tumour Dice averaged over cases; mean is their average, as the MLPerf metric. */
+    public record Dice(double mean, double kidney, double tumor, int cases) {}
+
+    public static Dice evaluate(Path modelDir, double width, int patch, List<CaseFiles> cases)
+            throws IOException, BadInputException {
+        if (!Files.isRegularFile(modelDir.resolve(DjlAccelerator.MODEL_NAME + "-0000.params"))) {
+            throw new IOException(
+                    modelDir + ": no saved model " + DjlAccelerator.MODEL_NAME + "-0000.params");
+        }
+        double kidney = 0;
+        double tumor = 0;
+        try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, Device.cpu());
+                NDManager manager = NDManager.newBaseManager(Device.cpu())) {
+            model.setBlock(Unet3d.builder().optWidth(width).build());
+            try {
+                model.load(modelDir, DjlAccelerator.MODEL_NAME);
+            } catch (MalformedModelException e) {
+                throw new IOException(
+                        modelDir
+                                + ": cannot load the model ("
+                                + e.getMessage()
+                                + "); is --width the one it was trained with?",
+                        e);
+            }
+            SlidingWindow window = new SlidingWindow(model.getBlock(), patch, WINDOWS_PER_FORWARD);
+            for (CaseFiles c : cases) {
+                Volume v = CaseCheck.open(c);
+                float[] image = new float[(int) v.shape().voxels()];
+                byte[] truth = new byte[image.length];
+                v.image().get(0, image);
+                v.label().get(0, truth);
+                byte[] predicted = window.predict(manager, image, v.shape());
+                kidney += SlidingWindow.dice(predicted, truth, 1);
+                tumor += SlidingWindow.dice(predicted, truth, 2);
+            }
+        }
+        int n = cases.size();
+        return new Dice((kidney + tumor) / (2 * n), kidney / n, tumor / n, n);
+    }
+}
