@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import io.minato.data.BadInputException;
 import io.minato.data.CaseFiles;
-import io.minato.npy.NpyWriter;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -48,7 +47,7 @@ class InOrderLoaderTest {
         for (int c = 0; c < 3; c++) {
             Volume v = SyntheticVolumes.blobs(SHAPE, 200 + c);
             volumes.add(v);
-            files.add(write(dir, "case_0000" + c, v));
+            files.add(SyntheticVolumes.write(dir, "case_0000" + c, v));
         }
         cases = new CaseTable(files);
     }
@@ -217,7 +216,7 @@ class InOrderLoaderTest {
     void shouldFailWithTheMissingFileNamedInsteadOfHanging(@TempDir Path own) throws Exception {
         List<CaseFiles> files = new ArrayList<>();
         for (int c = 0; c < 2; c++) {
-            files.add(write(own, "case_0010" + c, volumes.get(c)));
+            files.add(SyntheticVolumes.write(own, "case_0010" + c, volumes.get(c)));
         }
         Path missing = files.get(1).image();
         Files.delete(missing);
@@ -324,19 +323,5 @@ class InOrderLoaderTest {
                 assertThat(s.patch().sameContent(expected)).as("sample %s", s.task()).isTrue();
             }
         }
-    }
-
-    private static CaseFiles write(Path into, String name, Volume v) throws Exception {
-        Shape3 s = v.shape();
-        long[] shape = {1, s.d(), s.h(), s.w()};
-        float[] image = new float[(int) s.voxels()];
-        byte[] label = new byte[(int) s.voxels()];
-        v.image().get(0, image);
-        v.label().get(0, label);
-        Path x = into.resolve(name + "_x.npy");
-        Path y = into.resolve(name + "_y.npy");
-        NpyWriter.writeFloat32(x, shape, image);
-        NpyWriter.writeUint8(y, shape, label);
-        return new CaseFiles(name, x, y);
     }
 }

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.minato.data.CaseFiles;
-import io.minato.npy.NpyWriter;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -49,16 +48,7 @@ class LoaderOperatorsTest {
         for (int c = 0; c < 3; c++) {
             Volume v = SyntheticVolumes.blobs(SHAPE, 100 + c);
             volumes.add(v);
-            long[] shape = {1, SHAPE.d(), SHAPE.h(), SHAPE.w()};
-            float[] image = new float[(int) SHAPE.voxels()];
-            byte[] label = new byte[(int) SHAPE.voxels()];
-            v.image().get(0, image);
-            v.label().get(0, label);
-            Path x = dir.resolve("case_0000" + c + "_x.npy");
-            Path y = dir.resolve("case_0000" + c + "_y.npy");
-            NpyWriter.writeFloat32(x, shape, image);
-            NpyWriter.writeUint8(y, shape, label);
-            files.add(new CaseFiles("case_0000" + c, x, y));
+            files.add(SyntheticVolumes.write(dir, "case_0000" + c, v));
         }
         cases = new CaseTable(files);
     }

@@ -1,5 +1,8 @@
 package io.minato.transform;
 
+import io.minato.data.CaseFiles;
+import io.minato.npy.NpyWriter;
+import java.nio.file.Path;
 import java.util.SplittableRandom;
 
 /** Small in-memory volumes with ellipsoid "kidneys" (1) holding "tumours" (2), for tests. */
@@ -70,5 +73,20 @@ public final class SyntheticVolumes {
         java.util.Arrays.fill(image, value);
         java.util.Arrays.fill(label, labelValue);
         return Volume.of("constant", s, image, label);
+    }
+
+    /** Writes a volume as a case_..._x.npy / _y.npy pair, as the dataset layout has it. */
+    public static CaseFiles write(Path into, String name, Volume v) throws java.io.IOException {
+        Shape3 s = v.shape();
+        long[] shape = {1, s.d(), s.h(), s.w()};
+        float[] image = new float[(int) s.voxels()];
+        byte[] label = new byte[(int) s.voxels()];
+        v.image().get(0, image);
+        v.label().get(0, label);
+        Path x = into.resolve(name + "_x.npy");
+        Path y = into.resolve(name + "_y.npy");
+        NpyWriter.writeFloat32(x, shape, image);
+        NpyWriter.writeUint8(y, shape, label);
+        return new CaseFiles(name, x, y);
     }
 }
