@@ -3,7 +3,11 @@ package io.minato.job;
 import ai.djl.Device;
 import ai.djl.MalformedModelException;
 import ai.djl.Model;
+import ai.djl.engine.EngineException;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.ParameterStore;
 import io.minato.data.BadInputException;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
@@ -29,8 +33,11 @@ public final class Evaluation {
     public static Dice evaluate(Path modelDir, double width, int patch, List<CaseFiles> cases)
             throws IOException, BadInputException {
         if (!Files.isRegularFile(modelDir.resolve(DjlAccelerator.MODEL_NAME + "-0000.params"))) {
-            throw new IOException(
-                    modelDir + ": no saved model " + DjlAccelerator.MODEL_NAME + "-0000.params");
+            throw new BadInputException(
+                    modelDir,
+                    "no saved model "
+                            + DjlAccelerator.MODEL_NAME
+                            + "-0000.params; give --model a run's model-device-0 folder");
         }
         double kidney = 0;
         double tumor = 0;
@@ -39,10 +46,19 @@ public final class Evaluation {
             model.setBlock(Unet3d.builder().optWidth(width).build());
             try {
                 model.load(modelDir, DjlAccelerator.MODEL_NAME);
-            } catch (MalformedModelException e) {
-                throw new IOException(
-                        modelDir
-                                + ": cannot load the model ("
+                // DJL loads parameters of another width without a word; a forward pass of one
+                // empty window finds the mismatch before any case is read.
+                try (NDManager probe = manager.newSubManager()) {
+                    model.getBlock()
+                            .forward(
+                                    new ParameterStore(probe, false),
+                                    new NDList(probe.zeros(new Shape(1, 1, patch, patch, patch))),
+                                    false);
+                }
+            } catch (MalformedModelException | EngineException e) {
+                throw new BadInputException(
+                        modelDir,
+                        "cannot use the model ("
                                 + e.getMessage()
                                 + "); is --width the one it was trained with?",
                         e);

@@ -6,7 +6,7 @@ import io.minato.job.profile.ProfileCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The command line of minato-flink: train, generate, profile. */
+/** The command line of minato-flink: train, evaluate, generate, profile. */
 @Command(
         name = "minato",
         mixinStandardHelpOptions = true,
@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
                 "MinatoLoader on Apache Flink: a training data loader that keeps accelerators busy.",
         subcommands = {
             TrainCommand.class,
+            EvaluateCommand.class,
             GenerateCommand.class,
             ProfileCommand.class,
             CommandLine.HelpCommand.class

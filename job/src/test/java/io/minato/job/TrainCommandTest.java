@@ -122,6 +122,52 @@ class TrainCommandTest {
                         "\"delivered\": 4",
                         "\"loss\": {\"first\": ",
                         "\"dice\": {\"mean\": ");
+
+        // The saved model evaluates on its own, too.
+        MainTest.Run eval =
+                run(
+                        "evaluate",
+                        "--data",
+                        cases.toString(),
+                        "--patch",
+                        "32",
+                        "--eval-cases",
+                        "1",
+                        "--model",
+                        out.resolve("run").resolve("model-device-0").toString());
+        assertThat(eval.status()).as(eval.err()).isZero();
+        assertThat(eval.out()).startsWith("Dice ").contains("on 1 held-out case(s)");
+        MainTest.Run missing =
+                run(
+                        "evaluate",
+                        "--data",
+                        cases.toString(),
+                        "--patch",
+                        "32",
+                        "--eval-cases",
+                        "1",
+                        "--model",
+                        out.resolve("nothing-here").toString());
+        assertThat(missing.status()).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(missing.err().strip()).doesNotContain("\n");
+        assertThat(missing.err()).contains("nothing-here: no saved model unet3d-0000.params");
+        MainTest.Run otherWidth =
+                run(
+                        "evaluate",
+                        "--data",
+                        cases.toString(),
+                        "--patch",
+                        "32",
+                        "--eval-cases",
+                        "1",
+                        "--width",
+                        "0.125",
+                        "--model",
+                        out.resolve("run").resolve("model-device-0").toString());
+        assertThat(otherWidth.status()).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(otherWidth.err().strip())
+                .doesNotContain("\n")
+                .contains("is --width the one it was trained with?");
     }
 
     @Test
