@@ -65,14 +65,11 @@ public final class Evaluation {
             }
             SlidingWindow window = new SlidingWindow(model.getBlock(), patch, WINDOWS_PER_FORWARD);
             for (CaseFiles c : cases) {
+                // Straight from the mapped volume: no whole-volume copy.
                 Volume v = CaseCheck.open(c);
-                float[] image = new float[(int) v.shape().voxels()];
-                byte[] truth = new byte[image.length];
-                v.image().get(0, image);
-                v.label().get(0, truth);
-                byte[] predicted = window.predict(manager, image, v.shape());
-                kidney += SlidingWindow.dice(predicted, truth, 1);
-                tumor += SlidingWindow.dice(predicted, truth, 2);
+                byte[] predicted = window.predict(manager, v.image(), v.shape());
+                kidney += SlidingWindow.dice(predicted, v.label(), 1);
+                tumor += SlidingWindow.dice(predicted, v.label(), 2);
             }
         }
         int n = cases.size();

@@ -124,46 +124,15 @@ class TrainCommandTest {
                         "\"dice\": {\"mean\": ");
 
         // The saved model evaluates on its own, too.
-        MainTest.Run eval =
-                run(
-                        "evaluate",
-                        "--data",
-                        cases.toString(),
-                        "--patch",
-                        "32",
-                        "--eval-cases",
-                        "1",
-                        "--model",
-                        out.resolve("run").resolve("model-device-0").toString());
+        MainTest.Run eval = evaluate(cases, out.resolve("run").resolve("model-device-0"));
         assertThat(eval.status()).as(eval.err()).isZero();
         assertThat(eval.out()).startsWith("Dice ").contains("on 1 held-out case(s)");
-        MainTest.Run missing =
-                run(
-                        "evaluate",
-                        "--data",
-                        cases.toString(),
-                        "--patch",
-                        "32",
-                        "--eval-cases",
-                        "1",
-                        "--model",
-                        out.resolve("nothing-here").toString());
+        MainTest.Run missing = evaluate(cases, out.resolve("nothing-here"));
         assertThat(missing.status()).isEqualTo(Main.EXIT_BAD_INPUT);
         assertThat(missing.err().strip()).doesNotContain("\n");
         assertThat(missing.err()).contains("nothing-here: no saved model unet3d-0000.params");
         MainTest.Run otherWidth =
-                run(
-                        "evaluate",
-                        "--data",
-                        cases.toString(),
-                        "--patch",
-                        "32",
-                        "--eval-cases",
-                        "1",
-                        "--width",
-                        "0.125",
-                        "--model",
-                        out.resolve("run").resolve("model-device-0").toString());
+                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--width", "0.125");
         assertThat(otherWidth.status()).isEqualTo(Main.EXIT_BAD_INPUT);
         assertThat(otherWidth.err().strip())
                 .doesNotContain("\n")
@@ -214,6 +183,24 @@ class TrainCommandTest {
         assertThat(run.err().strip())
                 .contains("case_00001_x.npy: image has no label case_00001_y.npy");
         assertThat(out.resolve("run")).doesNotExist();
+    }
+
+    /** Evaluates a model folder on the first held-out case of {@code cases}. */
+    private static MainTest.Run evaluate(Path cases, Path model, String... more) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of(
+                                "evaluate",
+                                "--data",
+                                cases.toString(),
+                                "--patch",
+                                "32",
+                                "--eval-cases",
+                                "1",
+                                "--model",
+                                model.toString()));
+        args.addAll(List.of(more));
+        return run(args.toArray(String[]::new));
     }
 
     private static MainTest.Run run(String... args) {

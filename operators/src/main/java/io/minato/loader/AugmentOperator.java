@@ -94,9 +94,4 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
             finalTimeoutMs.add(timeout.timeoutNanos() / 1e6);
         }
     }
-
-    /** The worker's current deadline in milliseconds (-1 before the first estimate), for tests. */
-    double timeoutMs() {
-        return timeout.timeoutNanos() == Long.MAX_VALUE ? -1 : timeout.timeoutNanos() / 1e6;
-    }
 }

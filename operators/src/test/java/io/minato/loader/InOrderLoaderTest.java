@@ -39,17 +39,13 @@ class InOrderLoaderTest {
 
     @TempDir static Path dir;
     static CaseTable cases;
-    static List<Volume> volumes = new ArrayList<>();
+    static List<Volume> volumes;
 
     @BeforeAll
     static void writeCases() throws Exception {
-        List<CaseFiles> files = new ArrayList<>();
-        for (int c = 0; c < 3; c++) {
-            Volume v = SyntheticVolumes.blobs(SHAPE, 200 + c);
-            volumes.add(v);
-            files.add(SyntheticVolumes.write(dir, "case_0000" + c, v));
-        }
-        cases = new CaseTable(files);
+        BlobCases blobs = BlobCases.write(dir, SHAPE, 200, 3);
+        cases = blobs.table();
+        volumes = blobs.volumes();
     }
 
     @Test

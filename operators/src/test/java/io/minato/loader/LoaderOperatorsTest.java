@@ -3,7 +3,6 @@ package io.minato.loader;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.minato.data.CaseFiles;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -12,7 +11,6 @@ import io.minato.sample.UnfinishedSample;
 import io.minato.transform.Patch;
 import io.minato.transform.Preparation;
 import io.minato.transform.Shape3;
-import io.minato.transform.SyntheticVolumes;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
 import java.nio.file.Path;
@@ -40,17 +38,13 @@ class LoaderOperatorsTest {
 
     @TempDir static Path dir;
     static CaseTable cases;
-    static List<Volume> volumes = new ArrayList<>();
+    static List<Volume> volumes;
 
     @BeforeAll
     static void writeCases() throws Exception {
-        List<CaseFiles> files = new ArrayList<>();
-        for (int c = 0; c < 3; c++) {
-            Volume v = SyntheticVolumes.blobs(SHAPE, 100 + c);
-            volumes.add(v);
-            files.add(SyntheticVolumes.write(dir, "case_0000" + c, v));
-        }
-        cases = new CaseTable(files);
+        BlobCases blobs = BlobCases.write(dir, SHAPE, 100, 3);
+        cases = blobs.table();
+        volumes = blobs.volumes();
     }
 
     @Test

@@ -7,6 +7,8 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import io.minato.transform.Shape3;
+import java.nio.ByteBuffer;
+import java.nio.FloatBuffer;
 
 /**
  * Whole-volume inference as the MLPerf reference evaluates: patch-sized windows with 0.5 overlap,
@@ -30,6 +32,14 @@ public final class SlidingWindow {
 
     /** The predicted label (0, 1, 2, ...) of every voxel of a (D, H, W) image, C order. */
     public byte[] predict(NDManager manager, float[] image, Shape3 shape) {
+        return predict(manager, FloatBuffer.wrap(image), shape);
+    }
+
+    /**
+     * The same from a buffer, such as a memory-mapped volume: windows are read from it directly, so
+     * the volume is never copied whole.
+     */
+    public byte[] predict(NDManager manager, FloatBuffer image, Shape3 shape) {
         Shape3 padded =
                 new Shape3(
                         Math.max(shape.d(), patch),
@@ -141,7 +151,7 @@ public final class SlidingWindow {
     }
 
     /** Copies a window at padded coordinates; outside the volume, the edge voxel repeats. */
-    private void copyWindow(float[] image, Shape3 s, int[] o, float[] out, int offset) {
+    private void copyWindow(FloatBuffer image, Shape3 s, int[] o, float[] out, int offset) {
         int oz = (Math.max(s.d(), patch) - s.d()) / 2;
         int oy = (Math.max(s.h(), patch) - s.h()) / 2;
         int ox = (Math.max(s.w(), patch) - s.w()) / 2;
@@ -151,7 +161,7 @@ public final class SlidingWindow {
                 int sy = clamp(o[1] + y - oy, s.h());
                 int row = (sz * s.h() + sy) * s.w();
                 for (int x = 0; x < patch; x++, i++) {
-                    out[i] = image[row + clamp(o[2] + x - ox, s.w())];
+                    out[i] = image.get(row + clamp(o[2] + x - ox, s.w()));
                 }
             }
         }
@@ -163,12 +173,17 @@ public final class SlidingWindow {
 
     /** Dice of one class between predicted and true labels; 1 when the class is in neither. */
     public static double dice(byte[] predicted, byte[] truth, int cls) {
+        return dice(predicted, ByteBuffer.wrap(truth), cls);
+    }
+
+    /** The same against labels in a buffer, such as a memory-mapped label volume. */
+    public static double dice(byte[] predicted, ByteBuffer truth, int cls) {
         long both = 0;
         long p = 0;
         long t = 0;
-        for (int i = 0; i < truth.length; i++) {
+        for (int i = 0; i < predicted.length; i++) {
             boolean a = predicted[i] == cls;
-            boolean b = truth[i] == cls;
+            boolean b = truth.get(i) == cls;
             p += a ? 1 : 0;
             t += b ? 1 : 0;
             both += a && b ? 1 : 0;
