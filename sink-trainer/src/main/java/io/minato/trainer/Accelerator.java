@@ -16,6 +16,27 @@ public interface Accelerator extends AutoCloseable {
     String kind();
 
     /**
+     * Whether the devices' replicas train in lockstep (synchronous data parallelism): the writer
+     * then joins them in a {@link ReplicaGroup} and hands the membership to {@link #replicate}.
+     */
+    default boolean replicated() {
+        return false;
+    }
+
+    /** Called once, before the first step, by a writer whose accelerator is {@link #replicated}. */
+    default void replicate(ReplicaGroup.Member member) {}
+
+    /**
+     * A step without a batch, once this device is out of data while other replicas still train:
+     * applies their update so that the replicas stay identical.
+     *
+     * @return false when no replica has data any more: training is over
+     */
+    default boolean idleStep() throws Exception {
+        return false;
+    }
+
+    /**
      * The model and optimizer state, taken at a step boundary, so that it rides in the checkpoint
      * with the batches still queued. Empty when there is no model.
      */

@@ -84,8 +84,12 @@ public final class TrainerSink
             throw new IOException("device " + device + ": cannot create the accelerator: " + e, e);
         }
         try {
+            // Replicas of one run attempt meet in one group; a restart gets a fresh one.
+            String group = context.getJobInfo().getJobId() + "/" + task.getAttemptNumber();
             return new TrainerSinkWriter(
                     device,
+                    task.getNumberOfParallelSubtasks(),
+                    group,
                     queueDepth,
                     acc,
                     traceDir == null ? null : Path.of(traceDir),

@@ -6,6 +6,8 @@ import java.io.InterruptedIOException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
@@ -27,6 +29,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
 
     private static final Logger LOG = LoggerFactory.getLogger(TrainerSinkWriter.class);
     private static final long CLOSE_JOIN_MILLIS = 60_000;
+    // Waits that depend on the replica group, which signals no writer, poll at this period.
+    private static final long GROUP_POLL_MILLIS = 1;
 
     private final int device;
     private final int queueDepth;
@@ -34,6 +38,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final TraceWriter trace; // null: no trace
     private final Path outputDir; // null: no summary
     private final Thread worker;
+    private final ReplicaGroup.Member member; // null: the accelerator trains alone
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -42,6 +47,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private boolean stepRunning;
     private int pendingSnapshots;
     private boolean closing;
+    private boolean inputEnded;
+    private boolean trainingOver; // every replica is out of data
     private IOException failure; // null: none
     // No step since start or restore: the gap before the next one is start-up, not waiting.
     private long lastStepEndNanos = -1;
@@ -57,6 +64,33 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
 
     TrainerSinkWriter(
             int device,
+            int queueDepth,
+            Accelerator accelerator,
+            Path traceDir,
+            Path outputDir,
+            SinkWriterMetricGroup metrics,
+            TrainerWriterState restored)
+            throws IOException {
+        this(
+                device,
+                1,
+                "solo-" + UUID.randomUUID(),
+                queueDepth,
+                accelerator,
+                traceDir,
+                outputDir,
+                metrics,
+                restored);
+    }
+
+    /**
+     * @param devices how many devices' replicas train together
+     * @param groupId the same for every replica of one run (attempt) in this JVM
+     */
+    TrainerSinkWriter(
+            int device,
+            int devices,
+            String groupId,
             int queueDepth,
             Accelerator accelerator,
             Path traceDir,
@@ -107,6 +141,13 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         metrics.gauge("busyMillis", (Gauge<Long>) () -> counters.busyNanos() / 1_000_000);
         metrics.gauge("waitMillis", (Gauge<Long>) () -> counters.waitNanos() / 1_000_000);
 
+        if (accelerator.replicated()) {
+            member = ReplicaGroup.join(groupId, devices, device);
+            accelerator.replicate(member);
+        } else {
+            member = null;
+        }
+
         worker = new Thread(this::runWorker, "trainer-device-" + device);
         worker.setDaemon(true);
         worker.start();
@@ -126,8 +167,12 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         }
         lock.lockInterruptibly();
         try {
-            while (failure == null && queue.size() >= queueDepth) {
-                changed.await();
+            // While a checkpoint cut holds the replicas, the task must reach its barrier: take
+            // the batch beyond the queue's depth rather than wait for a step that cannot end.
+            while (failure == null
+                    && queue.size() >= queueDepth
+                    && !(member != null && member.cutPending())) {
+                awaitChange();
             }
             throwIfFailed();
             queue.addLast(batch);
@@ -144,9 +189,18 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
      */
     @Override
     public void flush(boolean endOfInput) throws IOException, InterruptedException {
+        if (endOfInput && member != null) {
+            member.end(); // the task now waits here: no more snapshots from this replica
+        }
         lock.lockInterruptibly();
         try {
-            while (endOfInput && failure == null && !queue.isEmpty()) {
+            if (endOfInput) {
+                inputEnded = true;
+                changed.signalAll();
+            }
+            while (endOfInput
+                    && failure == null
+                    && (!queue.isEmpty() || (member != null && !trainingOver))) {
                 changed.await();
             }
             throwIfFailed();
@@ -180,18 +234,27 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         try {
             // Holds the worker at the next step boundary, so a busy queue cannot starve this.
             pendingSnapshots++;
-            while (failure == null && stepRunning) {
-                changed.await();
+            if (member != null) {
+                member.cut(checkpointId); // every replica snapshots the same global step
+            }
+            // A step parked in the all-reduce has not touched the model: a boundary too.
+            while (failure == null && stepRunning && !(member != null && member.parked())) {
+                awaitChange();
             }
             throwIfFailed();
             byte[] model = accelerator.snapshot();
-            return List.of(
-                    new TrainerWriterState(
-                            device,
-                            List.copyOf(queue),
-                            counters,
-                            model,
-                            trace == null ? 0 : trace.length()));
+            List<TrainerWriterState> state =
+                    List.of(
+                            new TrainerWriterState(
+                                    device,
+                                    List.copyOf(queue),
+                                    counters,
+                                    model,
+                                    trace == null ? 0 : trace.length()));
+            if (member != null) {
+                member.snapshotted(checkpointId);
+            }
+            return state;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted while taking checkpoint " + checkpointId);
@@ -215,6 +278,9 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             changed.signalAll();
         } finally {
             lock.unlock();
+        }
+        if (member != null) {
+            member.leave(); // wakes replicas waiting for this one, unless training ended
         }
         worker.interrupt();
         try {
@@ -260,7 +326,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                 Batch batch;
                 lock.lock();
                 try {
-                    while (!closing && (queue.isEmpty() || pendingSnapshots > 0)) {
+                    while (!closing && (pendingSnapshots > 0 || (queue.isEmpty() && !idle()))) {
                         changed.await();
                     }
                     if (closing) {
@@ -271,6 +337,10 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                     stepRunning = true;
                 } finally {
                     lock.unlock();
+                }
+                if (batch == null) {
+                    idleStep();
+                    continue;
                 }
 
                 long startMillis = System.currentTimeMillis();
@@ -306,6 +376,9 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                 }
             }
         } catch (Throwable t) {
+            if (member != null && !(t instanceof InterruptedException)) {
+                member.abort(t);
+            }
             lock.lock();
             try {
                 if (!closing) {
@@ -324,6 +397,32 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             } finally {
                 lock.unlock();
             }
+        }
+    }
+
+    /** Out of data while replicas still train: this device joins their steps empty-handed. */
+    private boolean idle() {
+        return inputEnded && member != null && !trainingOver;
+    }
+
+    private void idleStep() throws Exception {
+        boolean more = accelerator.idleStep();
+        lock.lock();
+        try {
+            trainingOver = !more;
+            stepRunning = false;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits for a signal; polls while a replica group may change what is awaited. */
+    private void awaitChange() throws InterruptedException {
+        if (member == null) {
+            changed.await();
+        } else {
+            changed.await(GROUP_POLL_MILLIS, TimeUnit.MILLISECONDS);
         }
     }
 

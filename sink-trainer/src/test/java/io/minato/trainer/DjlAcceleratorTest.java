@@ -21,7 +21,7 @@ class DjlAcceleratorTest {
             new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3);
 
     @Test
-    void shouldTrainAStepAndCarryItsParametersThroughASnapshot() {
+    void shouldTrainAStepAndCarryItsParametersThroughASnapshot() throws Exception {
         Batch batch = batch();
         byte[] afterOneStep;
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
@@ -63,7 +63,7 @@ class DjlAcceleratorTest {
     }
 
     @Test
-    void shouldStartEveryReplicaFromTheSameParameters() {
+    void shouldStartEveryReplicaFromTheSameParameters() throws Exception {
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS);
                 DjlAccelerator b = new DjlAccelerator(SETTINGS)) {
             a.train(batch());

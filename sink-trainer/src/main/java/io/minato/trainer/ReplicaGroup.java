@@ -1,0 +1,433 @@
+package io.minato.trainer;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Synchronous data parallelism among the trainer replicas of one job, in one JVM: the replicas of
+ * the devices meet here once per global step, as DDP's all-reduce does.
+ *
+ * <p>Each replica posts the gradient of its own batch's mean loss and the batch's sample count; the
+ * last one to post computes the average weighted by samples, which is exactly the gradient of the
+ * mean loss over the concatenated batch, and every replica applies that same update. A replica out
+ * of data posts nothing (zero samples) and still applies the update, so that uneven batch counts at
+ * the end of input lose no sample; when every replica posts nothing, training is over.
+ *
+ * <p>Checkpoints: Flink snapshots the replicas one by one, at different moments. The first replica
+ * to snapshot a checkpoint {@link Member#cut cuts} the group: no further step completes until every
+ * replica still training has {@link Member#snapshotted snapshotted} it, so every replica's state in
+ * the checkpoint is at the same global step. A replica waiting in the all-reduce of a held step has
+ * not touched its parameters and counts as being at a step boundary.
+ *
+ * <p>Replicas find each other in a static registry by group id (the job and its attempt), so they
+ * must run in the same TaskManager JVM; one that waits for the others longer than the join timeout
+ * fails with a message saying so.
+ */
+public final class ReplicaGroup {
+
+    /** How long a replica waits for the others to join before it gives up. */
+    public static final Duration JOIN_TIMEOUT = Duration.ofSeconds(60);
+
+    private static final ConcurrentHashMap<String, ReplicaGroup> GROUPS = new ConcurrentHashMap<>();
+
+    private final String id;
+    private final int size;
+    private final Duration joinTimeout;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    // Everything below is guarded by lock.
+    private final boolean[] joined;
+    private int joinedCount;
+    private int leftCount;
+    private final boolean[] ended;
+    private final float[][] posted;
+    private final int[] samples;
+    private final boolean[] hasPosted;
+    private final boolean[] parked;
+    private int postedCount;
+    private boolean started; // the step counter is set (by the initial state)
+    private long published; // global steps completed
+    private float[] result; // the average of step `published`
+    private boolean done;
+    private Throwable aborted; // non-null: every wait throws
+    private byte[] initialState; // null until replica 0 broadcast it
+    private final long[] initialSteps;
+    private int initialCount;
+    private long cutCheckpoint = -1; // -1: no cut held
+    private final boolean[] cutTaken;
+
+    private ReplicaGroup(String id, int size, Duration joinTimeout) {
+        this.id = id;
+        this.size = size;
+        this.joinTimeout = joinTimeout;
+        joined = new boolean[size];
+        ended = new boolean[size];
+        posted = new float[size][];
+        samples = new int[size];
+        hasPosted = new boolean[size];
+        parked = new boolean[size];
+        cutTaken = new boolean[size];
+        initialSteps = new long[size];
+    }
+
+    /**
+     * Joins replica {@code replica} of {@code size} to the group {@code id}, creating it for the
+     * first one.
+     */
+    public static Member join(String id, int size, int replica) {
+        return join(id, size, replica, JOIN_TIMEOUT);
+    }
+
+    static Member join(String id, int size, int replica, Duration joinTimeout) {
+        if (size < 1 || replica < 0 || replica >= size) {
+            throw new IllegalArgumentException(
+                    "replica " + replica + " of " + size + " in group " + id);
+        }
+        ReplicaGroup group =
+                GROUPS.computeIfAbsent(id, k -> new ReplicaGroup(k, size, joinTimeout));
+        if (group.size != size) {
+            throw new IllegalStateException(
+                    "group " + id + " has " + group.size + " replicas, not " + size);
+        }
+        group.register(replica);
+        return group.new Member(replica);
+    }
+
+    private void register(int replica) {
+        lock.lock();
+        try {
+            if (joined[replica]) {
+                throw new IllegalStateException(
+                        "replica " + replica + " joined group " + id + " twice");
+            }
+            joined[replica] = true;
+            joinedCount++;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One replica's handle on the group. */
+    public final class Member {
+        private final int replica;
+
+        private Member(int replica) {
+            this.replica = replica;
+        }
+
+        public int replica() {
+            return replica;
+        }
+
+        public int size() {
+            return size;
+        }
+
+        /**
+         * The training state every replica starts from: replica 0 gives its own (fresh or restored)
+         * and gets it back; the others start from it, so that replicas never diverge however each
+         * was initialised. Every replica gives its step: replicas restored from different steps (a
+         * checkpoint cut that failed) stop the run instead of training on.
+         */
+        public byte[] initialState(byte[] mine, long step) throws InterruptedException {
+            lock.lockInterruptibly();
+            try {
+                awaitJoined();
+                initialSteps[replica] = step;
+                initialCount++;
+                if (replica == 0) {
+                    initialState = mine;
+                }
+                if (initialCount == size) {
+                    for (int r = 1; r < size; r++) {
+                        if (initialSteps[r] != initialSteps[0]) {
+                            aborted =
+                                    new IllegalStateException(
+                                            "replicas restored from different steps: "
+                                                    + Arrays.toString(initialSteps));
+                        }
+                    }
+                    published = initialSteps[0];
+                    started = true;
+                    changed.signalAll();
+                }
+                while (!started) {
+                    awaitChange();
+                }
+                throwIfAborted();
+                return initialState;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The step the group starts from: that of the initial state. */
+        public long startStep() {
+            lock.lock();
+            try {
+                return published;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /**
+         * Posts this replica's gradient for global step {@code step} (1-based) and waits for the
+         * sample-weighted average of all replicas' gradients.
+         *
+         * @param gradient the gradient of this replica's mean loss; null with {@code samples} 0
+         * @return the averaged gradient, or null when no replica had a sample: training is over
+         */
+        public float[] allReduce(long step, float[] gradient, int samples)
+                throws InterruptedException {
+            if ((gradient == null) != (samples == 0)) {
+                throw new IllegalArgumentException("a gradient goes with samples > 0");
+            }
+            lock.lockInterruptibly();
+            try {
+                awaitJoined();
+                while (!started) {
+                    awaitChange();
+                }
+                if (done) {
+                    return null;
+                }
+                if (step != published + 1) {
+                    throw new IllegalStateException(
+                            "device "
+                                    + replica
+                                    + " is at step "
+                                    + (step - 1)
+                                    + " but its replicas at step "
+                                    + published
+                                    + ": replicas restored from different steps");
+                }
+                if (hasPosted[replica]) {
+                    throw new IllegalStateException(
+                            "device " + replica + " posted step " + step + " twice");
+                }
+                if (gradient != null) {
+                    for (int r = 0; r < size; r++) {
+                        if (posted[r] != null && posted[r].length != gradient.length) {
+                            throw new IllegalStateException(
+                                    "device "
+                                            + replica
+                                            + " posted "
+                                            + gradient.length
+                                            + " gradient values, device "
+                                            + r
+                                            + " "
+                                            + posted[r].length);
+                        }
+                    }
+                }
+                posted[replica] = gradient;
+                ReplicaGroup.this.samples[replica] = samples;
+                hasPosted[replica] = true;
+                parked[replica] = true;
+                postedCount++;
+                tryPublish();
+                while (published < step && !done) {
+                    awaitChange();
+                }
+                return done && published < step ? null : result;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /**
+         * Whether this replica waits in the all-reduce of a step the group has not completed: its
+         * parameters are those of the last completed step, so a snapshot may read them.
+         */
+        public boolean parked() {
+            lock.lock();
+            try {
+                return parked[replica];
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /**
+         * Holds the group at its current step for checkpoint {@code checkpointId} until every
+         * replica still training has snapshotted it. A later checkpoint replaces an earlier one
+         * that some replica never snapshotted (aborted); an older one changes nothing.
+         */
+        public void cut(long checkpointId) {
+            lock.lock();
+            try {
+                if (done || aborted != null) {
+                    return;
+                }
+                if (checkpointId > cutCheckpoint) {
+                    cutCheckpoint = checkpointId;
+                    Arrays.fill(cutTaken, false);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Whether a cut holds the group: writers then accept batches beyond their queue. */
+        public boolean cutPending() {
+            lock.lock();
+            try {
+                return cutCheckpoint >= 0;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** This replica's snapshot of {@code checkpointId} is taken; may release the cut. */
+        public void snapshotted(long checkpointId) {
+            lock.lock();
+            try {
+                if (checkpointId == cutCheckpoint) {
+                    cutTaken[replica] = true;
+                    releaseCutIfTaken();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /**
+         * This replica's input has ended: it takes no more snapshots (its task waits for the end of
+         * training) and posts only empty steps from now on.
+         */
+        public void end() {
+            lock.lock();
+            try {
+                ended[replica] = true;
+                releaseCutIfTaken();
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Wakes every replica with {@code cause}: a replica failed, the job is cancelled. */
+        public void abort(Throwable cause) {
+            lock.lock();
+            try {
+                if (aborted == null && !done) {
+                    aborted = cause;
+                    changed.signalAll();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Leaves the group; the last to leave removes it from the registry. */
+        public void leave() {
+            lock.lock();
+            try {
+                if (!done && aborted == null) {
+                    aborted =
+                            new IllegalStateException(
+                                    "device " + replica + " stopped before training ended");
+                    changed.signalAll();
+                }
+                leftCount++;
+                if (leftCount == joinedCount) {
+                    GROUPS.remove(id, ReplicaGroup.this);
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    private void releaseCutIfTaken() {
+        if (cutCheckpoint < 0) {
+            return;
+        }
+        for (int r = 0; r < size; r++) {
+            if (!cutTaken[r] && !ended[r]) {
+                return;
+            }
+        }
+        cutCheckpoint = -1;
+        tryPublish();
+        changed.signalAll();
+    }
+
+    /** Completes the step when every replica posted and no cut holds the group. */
+    private void tryPublish() {
+        if (postedCount < size || cutCheckpoint >= 0) {
+            return;
+        }
+        long total = 0;
+        int length = -1;
+        for (int r = 0; r < size; r++) {
+            total += samples[r];
+            if (posted[r] != null) {
+                length = posted[r].length;
+            }
+        }
+        if (total == 0) {
+            done = true;
+            result = null;
+        } else {
+            // Fixed order of replicas: every run sums the same way.
+            float[] average = new float[length];
+            for (int r = 0; r < size; r++) {
+                if (posted[r] == null) {
+                    continue;
+                }
+                float w = (float) ((double) samples[r] / total);
+                float[] g = posted[r];
+                for (int i = 0; i < length; i++) {
+                    average[i] += w * g[i];
+                }
+            }
+            result = average;
+            published++;
+        }
+        Arrays.fill(posted, null);
+        Arrays.fill(hasPosted, false);
+        Arrays.fill(parked, false);
+        Arrays.fill(samples, 0);
+        postedCount = 0;
+        changed.signalAll();
+    }
+
+    private void awaitJoined() throws InterruptedException {
+        long deadline = System.nanoTime() + joinTimeout.toNanos();
+        while (joinedCount < size && aborted == null) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new IllegalStateException(
+                        "only "
+                                + joinedCount
+                                + " of "
+                                + size
+                                + " trainer replicas joined within "
+                                + joinTimeout.toMillis() / 1000.0
+                                + " s: synchronous data parallelism needs every trainer subtask in"
+                                + " one TaskManager (taskmanager.numberOfTaskSlots >= devices)");
+            }
+            changed.await(left, TimeUnit.NANOSECONDS);
+        }
+        throwIfAborted();
+    }
+
+    private void awaitChange() throws InterruptedException {
+        changed.await();
+        throwIfAborted();
+    }
+
+    private void throwIfAborted() {
+        if (aborted != null) {
+            throw new IllegalStateException(
+                    "replica group " + id + " aborted: " + aborted.getMessage(), aborted);
+        }
+    }
+}
