@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import ai.djl.engine.Engine;
 import io.minato.data.CaseFiles;
 import io.minato.job.report.RunReport;
 import io.minato.loader.CaseTable;
@@ -11,6 +12,7 @@ import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.gpu.DeviceSpec;
+import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.trainer.unet.Unet3d;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
@@ -108,8 +110,30 @@ public final class TrainCommand implements Callable<Integer> {
             names = "--learning-rate",
             paramLabel = "LR",
             description =
-                    "SGD learning rate after a 20-step linear warm-up (default: ${DEFAULT-VALUE}).")
+                    "SGD learning rate, reached after the warm-up (default: ${DEFAULT-VALUE}).")
     float learningRate = 0.1f;
+
+    @Option(
+            names = "--momentum",
+            paramLabel = "M",
+            description = "SGD momentum (default: ${DEFAULT-VALUE}).")
+    float momentum = 0.9f;
+
+    @Option(
+            names = "--weight-decay",
+            paramLabel = "WD",
+            description = "L2 weight decay, as PyTorch's SGD (default: ${DEFAULT-VALUE}).")
+    float weightDecay = 0f;
+
+    @Option(names = "--nesterov", description = "Nesterov momentum (default: off).")
+    boolean nesterov;
+
+    @Option(
+            names = "--warmup-steps",
+            paramLabel = "N",
+            description =
+                    "Global steps of linear learning-rate warm-up from 0 (default: ${DEFAULT-VALUE}).")
+    int warmupSteps = 20;
 
     @Option(
             names = "--queue-depth",
@@ -165,17 +189,13 @@ public final class TrainCommand implements Callable<Integer> {
         DeviceSpec dev;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
+        DjlAccelerator.Settings optimizer = null;
         try {
             dev = DeviceSpec.parse(devices);
             dev.fallbackNotice().ifPresent(err::println);
             timeoutPolicy = TimeoutPolicy.parse(timeout);
             if (accelerator.equals("real")) {
-                if (dev.devices().size() > 1) {
-                    throw new IllegalArgumentException(
-                            "--accelerator real trains on one device until synchronous data"
-                                    + " parallelism exists; use --devices cpu (or a simulated"
-                                    + " accelerator for several devices)");
-                }
+                dev = withTorchDevices(dev, err);
                 if (data.patchEdge() % Unet3d.PATCH_DIVISOR != 0) {
                     throw new IllegalArgumentException(
                             "--patch "
@@ -184,10 +204,21 @@ public final class TrainCommand implements Callable<Integer> {
                                     + Unet3d.PATCH_DIVISOR
                                     + " for the 3D-UNet");
                 }
+                optimizer =
+                        new DjlAccelerator.Settings(
+                                width,
+                                learningRate,
+                                momentum,
+                                weightDecay,
+                                nesterov,
+                                warmupSteps,
+                                data.seed);
                 acceleratorFactory =
                         new DjlAccelerator.Factory(
-                                new DjlAccelerator.Settings(
-                                        width, learningRate, 0.9f, 20, data.seed));
+                                optimizer,
+                                dev.devices().stream()
+                                        .map(d -> d.isGpu() ? "gpu:" + d.index() : "cpu")
+                                        .toList());
             } else {
                 acceleratorFactory = SimulatedAccelerator.parse(accelerator);
             }
@@ -290,7 +321,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 Runtime.getRuntime().availableProcessors(),
                                 processCpu / 1e9,
                                 timeoutMillis(result, timeoutPolicy),
-                                dice),
+                                dice,
+                                optimizer),
                         run);
         if (report != null) {
             r.write(report);
@@ -309,6 +341,29 @@ public final class TrainCommand implements Callable<Integer> {
         }
         Double ms = result.getAccumulatorResult(io.minato.loader.AugmentOperator.TIMEOUT_MS);
         return ms != null ? ms : policy.isAuto() ? null : policy.timeoutNanos() / 1e6;
+    }
+
+    /**
+     * GPUs seen through NVML are of no use when DJL's PyTorch is the bundled CPU build: says so in
+     * one line and trains on as many CPU replicas instead.
+     */
+    private static DeviceSpec withTorchDevices(DeviceSpec dev, PrintWriter err) {
+        boolean wantsGpu = dev.devices().stream().anyMatch(TrainingDevice::isGpu);
+        if (!wantsGpu) {
+            return dev;
+        }
+        int torchGpus = Engine.getEngine("PyTorch").getGpuCount();
+        if (torchGpus > 0) {
+            return dev;
+        }
+        int n = dev.devices().size();
+        err.println(
+                "GPU present but DJL's PyTorch engine is a CPU build: running on "
+                        + n
+                        + " cpu device(s) instead of '"
+                        + dev.spec()
+                        + "' (set PYTORCH_LIBRARY_PATH to a CUDA libtorch 2.7.1, see README)");
+        return DeviceSpec.parse(n == 1 ? "cpu" : "cpu:" + n);
     }
 
     private static long processCpuNanos() {

@@ -157,6 +157,7 @@ class LoaderJobTest {
                         2,
                         1.0,
                         null,
+                        null,
                         null),
                 run);
     }

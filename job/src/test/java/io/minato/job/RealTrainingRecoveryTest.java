@@ -12,6 +12,7 @@ import io.minato.trainer.Accelerator;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.DeviceSummary;
 import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.ReplicaGroup;
 import io.minato.trainer.StepResult;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
@@ -21,15 +22,19 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The real DJL trainer across a failure: model state restored from the checkpoint, nothing twice.
@@ -46,12 +51,26 @@ class RealTrainingRecoveryTest {
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicInteger RESTORES = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
+    private static final Map<Integer, byte[]> FINAL_STATE = new ConcurrentHashMap<>();
 
     @TempDir Path data;
     @TempDir Path run;
 
-    @Test
-    void shouldResumeRealTrainingFromTheCheckpointedModelWithEverySampleTrainedOnce()
+    @BeforeEach
+    void resetCounters() {
+        SNAPSHOTS.set(0);
+        RESTORES.set(0);
+        FAILED.set(false);
+        FINAL_STATE.clear();
+    }
+
+    /**
+     * One device, or {@code cpu:2} in synchronous data parallelism: after the restore both replicas
+     * resume from the same checkpointed step and end with identical models.
+     */
+    @ParameterizedTest(name = "{0} device(s)")
+    @ValueSource(ints = {1, 2})
+    void shouldResumeRealTrainingFromTheCheckpointedModelWithEverySampleTrainedOnce(int devices)
             throws Exception {
         KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(9).build().generate(data);
         List<CaseFiles> train = Dataset.scan(data).split(1).train();
@@ -64,7 +83,7 @@ class RealTrainingRecoveryTest {
                         epochs,
                         3,
                         2,
-                        1,
+                        devices,
                         2,
                         1,
                         TimeoutPolicy.parse("auto"));
@@ -92,10 +111,20 @@ class RealTrainingRecoveryTest {
             assertThat(seen.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
         }
         assertThat(seen).hasSize(train.size() * epochs);
-        DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(run, 0));
-        assertThat(summary.steps()).isEqualTo(train.size() * epochs / 2);
-        assertThat(summary.lastLoss()).isFinite();
+        long steps = 0;
+        for (int d = 0; d < devices; d++) {
+            DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(run, d));
+            assertThat(summary.lastLoss()).isFinite();
+            steps += summary.steps();
+        }
+        assertThat(steps).isEqualTo(train.size() * epochs / 2);
         assertThat(run.resolve("model-device-0").resolve("unet3d-0000.params")).isRegularFile();
+        assertThat(FINAL_STATE).hasSize(devices);
+        for (int d = 1; d < devices; d++) {
+            assertThat(FINAL_STATE.get(d))
+                    .as("replica %d ends with replica 0's model", d)
+                    .isEqualTo(FINAL_STATE.get(0));
+        }
     }
 
     /** The real trainer, failing once on a step after two checkpoints; counts restores. */
@@ -107,7 +136,8 @@ class RealTrainingRecoveryTest {
             return new Accelerator() {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
-                    if (SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
+                    // After two checkpoints that hold a trained model.
+                    if (SNAPSHOTS.get() >= 2 * devices && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
                     return real.train(batch);
@@ -119,9 +149,27 @@ class RealTrainingRecoveryTest {
                 }
 
                 @Override
+                public boolean replicated() {
+                    return real.replicated();
+                }
+
+                @Override
+                public void replicate(ReplicaGroup.Member member) {
+                    real.replicate(member);
+                }
+
+                @Override
+                public boolean idleStep() throws Exception {
+                    return real.idleStep();
+                }
+
+                @Override
                 public byte[] snapshot() {
-                    SNAPSHOTS.incrementAndGet();
-                    return real.snapshot();
+                    byte[] state = real.snapshot();
+                    if (state.length > 0) {
+                        SNAPSHOTS.incrementAndGet();
+                    }
+                    return state;
                 }
 
                 @Override
@@ -134,6 +182,7 @@ class RealTrainingRecoveryTest {
 
                 @Override
                 public void finish(Path outputDir, int device) throws Exception {
+                    FINAL_STATE.put(device, real.snapshot());
                     real.finish(outputDir, device);
                 }
 

@@ -140,21 +140,47 @@ class TrainCommandTest {
     }
 
     @Test
-    void shouldRefuseRealTrainingOnSeveralDevicesWithOneLine() {
+    void shouldTrainTwoCpuReplicasInLockstepAndKeepOneModel() throws Exception {
+        Path cases = out.resolve("cases");
+        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(cases);
+        Path report = out.resolve("dp.json");
         MainTest.Run run =
                 run(
                         "train",
                         "--data",
-                        data.toString(),
+                        cases.toString(),
                         "--patch",
                         "32",
+                        "--eval-cases",
+                        "1",
+                        "--epochs",
+                        "2",
                         "--devices",
                         "cpu:2",
-                        "--no-web-ui");
-        assertThat(run.status()).isEqualTo(2);
-        assertThat(run.err().strip())
-                .doesNotContain("\n")
-                .contains("trains on one device until synchronous data parallelism");
+                        "--weight-decay",
+                        "0.001",
+                        "--nesterov",
+                        "--no-web-ui",
+                        "--run-dir",
+                        out.resolve("run").toString(),
+                        "--report",
+                        report.toString());
+        assertThat(run.status()).as(run.err()).isZero();
+        assertThat(report)
+                .content()
+                .contains(
+                        "\"devices\": 2",
+                        // 8 samples in batches of 2 on 2 devices: 2 global steps.
+                        "\"steps\": 2",
+                        "\"delivered\": 8",
+                        "\"dropped\": 0",
+                        "\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.1,"
+                                + " \"momentum\": 0.9, \"weight_decay\": 0.001, \"nesterov\":"
+                                + " true, \"warmup_steps\": 20",
+                        "\"dice\": {\"mean\": ");
+        // The replicas are identical: the first device keeps the model, for evaluation.
+        assertThat(out.resolve("run/model-device-0/unet3d-0000.params")).isRegularFile();
+        assertThat(out.resolve("run/model-device-1")).doesNotExist();
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.minato.job.report;
 import io.minato.job.Evaluation;
 import io.minato.stats.Distribution;
 import io.minato.trainer.DeviceSummary;
+import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TraceFiles;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -34,7 +35,8 @@ public final class RunReport {
             int cores,
             double processCpuSeconds,
             Double timeoutMs,
-            Evaluation.Dice dice) {}
+            Evaluation.Dice dice,
+            DjlAccelerator.Settings optimizer) {}
 
     private final Inputs in;
     private final String acceleratorKind;
@@ -160,6 +162,26 @@ public final class RunReport {
                                 + DeviceSummary.Json.number(lastLoss)
                                 + "}");
         b.append(",\n");
+        DjlAccelerator.Settings o = in.optimizer();
+        b.append("  \"optimizer\": ");
+        b.append(
+                o == null
+                        ? "null"
+                        : "{\"name\": \"sgd\", \"learning_rate\": "
+                                + decimal(o.learningRate())
+                                + ", \"momentum\": "
+                                + decimal(o.momentum())
+                                + ", \"weight_decay\": "
+                                + decimal(o.weightDecay())
+                                + ", \"nesterov\": "
+                                + o.nesterov()
+                                + ", \"warmup_steps\": "
+                                + o.warmupSteps()
+                                + ", \"schedule\": \"linear warm-up from 0, then constant\""
+                                + ", \"width\": "
+                                + DeviceSummary.Json.number(o.width())
+                                + "}");
+        b.append(",\n");
         Evaluation.Dice d = in.dice();
         b.append("  \"dice\": ");
         b.append(
@@ -175,6 +197,11 @@ public final class RunReport {
         b.append("\n");
         b.append("}\n");
         return b.toString();
+    }
+
+    /** A float setting as the user typed it: 0.1, not 0.10000000149011612. */
+    private static String decimal(float v) {
+        return DeviceSummary.Json.number(Double.parseDouble(Float.toString(v)));
     }
 
     public void write(Path file) throws IOException {
