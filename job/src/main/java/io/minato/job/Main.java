@@ -3,6 +3,7 @@ package io.minato.job;
 import io.minato.data.BadInputException;
 import io.minato.job.generate.GenerateCommand;
 import io.minato.job.profile.ProfileCommand;
+import io.minato.job.profile.StepTimeCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -17,6 +18,7 @@ import picocli.CommandLine.Command;
             EvaluateCommand.class,
             GenerateCommand.class,
             ProfileCommand.class,
+            StepTimeCommand.class,
             CommandLine.HelpCommand.class
         })
 public final class Main {

@@ -115,42 +115,6 @@ class Unet3dTest {
         assertThat(losses.get(losses.size() - 1)).isLessThan(0.7f * losses.get(0));
     }
 
-    @Test
-    void shouldPrintTheStepTimeOnThisMachine() {
-        // A first step also pays for libtorch's one-time set-up: take it off the books.
-        stepMillis(0.125, 32);
-        for (double width : new double[] {0.125, 1.0}) {
-            for (int patch : new int[] {32, 64}) {
-                System.out.printf(
-                        "unet step on %s: width %s, patch %d, batch 1: forward+backward %d ms%n",
-                        Engine.getInstance().defaultDevice(),
-                        width,
-                        patch,
-                        stepMillis(width, patch));
-            }
-        }
-    }
-
-    private static long stepMillis(double width, int patch) {
-        Shape shape = new Shape(1, 1, patch, patch, patch);
-        DiceCeLoss loss = DiceCeLoss.builder().build();
-        try (NDManager manager = NDManager.newBaseManager()) {
-            Unet3d unet = Unet3d.builder().optWidth(width).build();
-            unet.initialize(manager, DataType.FLOAT32, shape);
-            ParameterStore store = new ParameterStore(manager, false);
-            try (NDManager scope = manager.newSubManager()) {
-                NDArray x = scope.randomNormal(shape);
-                NDArray y = scope.randomInteger(0, 3, shape, DataType.INT32);
-                long start = System.nanoTime();
-                try (GradientCollector gc = Engine.getInstance().newGradientCollector()) {
-                    NDList out = unet.forward(store, new NDList(x), true);
-                    gc.backward(loss.evaluate(new NDList(y), out));
-                }
-                return (System.nanoTime() - start) / 1_000_000;
-            }
-        }
-    }
-
     /** A bright cube (kidney, 1) holding a brighter small cube (tumour, 2) in a dark volume. */
     static void syntheticKidney(int patch, float[] image, float[] labels) {
         int lo = patch / 4;
