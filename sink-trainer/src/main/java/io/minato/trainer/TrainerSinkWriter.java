@@ -167,11 +167,14 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         }
         lock.lockInterruptibly();
         try {
-            // While a checkpoint cut holds the replicas, the task must reach its barrier: take
-            // the batch beyond the queue's depth rather than wait for a step that cannot end.
+            // Replicas: never hold the upstream back while this device waits for the others.
+            // A step parked in the all-reduce waits for other devices' batches, which may sit
+            // behind this device's samples in the shared operators upstream; and while a
+            // checkpoint cut holds the group, the task must reach its barrier. Either way the
+            // batch is taken beyond the queue's depth rather than wait for a step that cannot end.
             while (failure == null
                     && queue.size() >= queueDepth
-                    && !(member != null && member.cutPending())) {
+                    && !(member != null && (member.cutPending() || member.parked()))) {
                 awaitChange();
             }
             throwIfFailed();

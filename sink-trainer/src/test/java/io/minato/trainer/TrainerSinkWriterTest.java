@@ -17,10 +17,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -63,6 +65,112 @@ class TrainerSinkWriterTest {
         assertThat(third.isAlive()).as("third write returned after one step").isFalse();
         assertThat(w.counters().steps()).isEqualTo(1);
         assertThat(w.queued()).isEqualTo(2);
+    }
+
+    /**
+     * A replica waiting in the all-reduce for another device must not hold the upstream back: the
+     * other device's batches may sit behind this device's samples in the shared operators.
+     */
+    @Test
+    void shouldTakeBatchesBeyondTheQueueWhileTheStepWaitsForOtherReplicas() throws Exception {
+        String group = "writer-" + UUID.randomUUID();
+        TrainerSinkWriter w =
+                new TrainerSinkWriter(
+                        0,
+                        2,
+                        group,
+                        2,
+                        new Lockstep(),
+                        null,
+                        null,
+                        UnregisteredMetricsGroup.createSinkWriterMetricGroup(),
+                        null);
+        writers.add(w);
+        ReplicaGroup.Member other = ReplicaGroup.join(group, 2, 1);
+        Thread otherStart = new Thread(() -> initial(other));
+        otherStart.start();
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    for (int i = 0; i < 5; i++) {
+                        w.write(batch(0, i), null);
+                    }
+                });
+        assertThat(w.queued()).isEqualTo(5);
+        assertThat(w.counters().steps()).isZero();
+
+        // The other replica catches up: every batch is trained, then both run out of data.
+        otherStart.join(TIMEOUT.toMillis());
+        Thread otherSteps =
+                new Thread(
+                        () -> {
+                            try {
+                                for (int step = 1; step <= 5; step++) {
+                                    other.allReduce(step, new float[] {1f}, 1);
+                                }
+                                other.allReduce(6, null, 0);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        });
+        otherSteps.start();
+        assertTimeoutPreemptively(TIMEOUT, () -> w.flush(true));
+        assertThat(w.counters().steps()).isEqualTo(5);
+        otherSteps.join(TIMEOUT.toMillis());
+        other.leave();
+    }
+
+    private static void initial(ReplicaGroup.Member m) {
+        try {
+            m.initialState(null, 0);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A replicated accelerator whose step is only the all-reduce of a dummy gradient. */
+    private static final class Lockstep implements Accelerator {
+        private ReplicaGroup.Member member;
+        private long step = -1;
+
+        @Override
+        public boolean replicated() {
+            return true;
+        }
+
+        @Override
+        public void replicate(ReplicaGroup.Member member) {
+            this.member = member;
+        }
+
+        @Override
+        public StepResult train(Batch batch) throws InterruptedException {
+            start();
+            member.allReduce(++step, new float[] {1f}, batch.samples().size());
+            return StepResult.noLoss(1);
+        }
+
+        @Override
+        public boolean idleStep() throws InterruptedException {
+            start();
+            if (member.allReduce(step + 1, null, 0) == null) {
+                return false;
+            }
+            step++;
+            return true;
+        }
+
+        private void start() throws InterruptedException {
+            if (step < 0) {
+                member.initialState(new byte[0], 0);
+                step = member.startStep();
+            }
+        }
+
+        @Override
+        public String kind() {
+            return SimulatedAccelerator.KIND;
+        }
     }
 
     @Test
