@@ -69,6 +69,7 @@ class TrainCommandTest {
                         "\"quarantined\": 0",
                         "\"kind\": \"simulated\"",
                         "\"busy_fraction\": ",
+                        "\"gpu\": null",
                         "\"wait_s\": ",
                         "\"p50\": ",
                         "\"p90\": ",

@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
+import io.minato.trainer.gpu.GpuMonitor;
 import java.nio.file.Path;
 
 /**
@@ -14,6 +15,16 @@ public interface Accelerator extends AutoCloseable {
 
     /** "simulated", "cpu" or "gpu": the report's {@code accelerator.kind}. */
     String kind();
+
+    /**
+     * Opens a monitor of the GPU this accelerator trains on, for the writer's metrics and summary;
+     * {@link GpuMonitor#absent()} (the default) when it trains on no GPU. The caller owns what it
+     * gets and closes it (the {@link TrainerSinkWriter} does in its own close()); the accelerator
+     * keeps no reference to it. Called once per writer, before the first step.
+     */
+    default GpuMonitor gpuMonitor() {
+        return GpuMonitor.absent();
+    }
 
     /**
      * Whether the devices' replicas train in lockstep (synchronous data parallelism): the writer

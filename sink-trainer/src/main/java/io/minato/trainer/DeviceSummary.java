@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -12,6 +13,11 @@ import java.util.Map;
  * What one trainer sink subtask did, written as {@code summary-device-<d>.json} at the end for the
  * job driver's report. Losses are {@code NaN} (JSON null) when the accelerator reports none; step
  * times are epoch millis, 0 when no step ran.
+ *
+ * <p>{@code gpu} holds the readings of the device's GPU (JSON {@code gpu_samples}, {@code
+ * gpu_util_mean_percent}, {@code gpu_mem_peak_bytes}, {@code gpu_mem_total_bytes}); null, and those
+ * fields JSON null, without a GPU or before its first reading. Unlike the counters, which ride in
+ * checkpoints, they cover the writer's lifetime since its last (re)start only, idle time included.
  */
 public record DeviceSummary(
         int device,
@@ -25,9 +31,13 @@ public record DeviceSummary(
         double firstLoss,
         double lastLoss,
         long firstStepStartMillis,
-        long lastStepEndMillis) {
+        long lastStepEndMillis,
+        GpuStats gpu) {
 
-    public static DeviceSummary of(int device, String accelerator, DeviceCounters c) {
+    /**
+     * @param gpu the GPU's readings; null without a GPU or reading
+     */
+    public static DeviceSummary of(int device, String accelerator, DeviceCounters c, GpuStats gpu) {
         return new DeviceSummary(
                 device,
                 accelerator,
@@ -40,7 +50,8 @@ public record DeviceSummary(
                 c.firstLoss(),
                 c.lastLoss(),
                 c.firstStepStartMillis(),
-                c.lastStepEndMillis());
+                c.lastStepEndMillis(),
+                gpu);
     }
 
     /** Where device {@code device}'s summary lives in the output directory {@code dir}. */
@@ -73,6 +84,14 @@ public record DeviceSummary(
                 + firstStepStartMillis
                 + ", \"last_step_end_ms\": "
                 + lastStepEndMillis
+                + ", \"gpu_samples\": "
+                + (gpu == null ? "null" : gpu.samples())
+                + ", \"gpu_util_mean_percent\": "
+                + (gpu == null ? "null" : Json.number(gpu.utilizationMeanPercent()))
+                + ", \"gpu_mem_peak_bytes\": "
+                + (gpu == null ? "null" : gpu.memoryPeakBytes())
+                + ", \"gpu_mem_total_bytes\": "
+                + (gpu == null ? "null" : gpu.memoryTotalBytes())
                 + "}\n";
     }
 
@@ -113,10 +132,38 @@ public record DeviceSummary(
                     Json.decimal(m, "loss_first"),
                     Json.decimal(m, "loss_last"),
                     Json.integer(m, "first_step_start_ms"),
-                    Json.integer(m, "last_step_end_ms"));
+                    Json.integer(m, "last_step_end_ms"),
+                    gpu(m));
         } catch (IllegalArgumentException e) {
             throw new IOException("bad device summary " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** The GPU fields: all null, or a sample count with the statistics. */
+    private static GpuStats gpu(Map<String, Object> m) {
+        if (Json.isNull(m, "gpu_samples")) {
+            for (String key :
+                    new String[] {
+                        "gpu_util_mean_percent", "gpu_mem_peak_bytes", "gpu_mem_total_bytes"
+                    }) {
+                if (!Json.isNull(m, key)) {
+                    throw new IllegalArgumentException(
+                            "\"" + key + "\" is set but \"gpu_samples\" is null");
+                }
+            }
+            return null;
+        }
+        for (String key : new String[] {"gpu_mem_peak_bytes", "gpu_mem_total_bytes"}) {
+            if (Json.isNull(m, key)) {
+                throw new IllegalArgumentException(
+                        "\"" + key + "\" is null but \"gpu_samples\" is set");
+            }
+        }
+        return new GpuStats(
+                Json.integer(m, "gpu_samples"),
+                Json.decimal(m, "gpu_util_mean_percent"),
+                Json.integer(m, "gpu_mem_peak_bytes"),
+                Json.integer(m, "gpu_mem_total_bytes"));
     }
 
     /** Just enough JSON for a flat object of strings, numbers and nulls. */
@@ -179,6 +226,11 @@ public record DeviceSummary(
                 throw new IllegalArgumentException("\"" + key + "\" is not a number");
             }
             return d;
+        }
+
+        /** Whether {@code key}, which must be there, is null. */
+        static boolean isNull(Map<String, Object> m, String key) {
+            return present(m, key) == null;
         }
 
         static String string(Map<String, Object> m, String key) {

@@ -15,6 +15,7 @@ import ai.djl.training.Trainer;
 import ai.djl.util.Pair;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.unet.DiceCeLoss;
 import io.minato.trainer.unet.Unet3d;
 import io.minato.transform.Patch;
@@ -129,6 +130,16 @@ public final class DjlAccelerator implements Accelerator {
     @Override
     public String kind() {
         return device.isGpu() ? "gpu" : "cpu";
+    }
+
+    /**
+     * NVML's GPU of this device's index when it is a GPU, else absent. NVML numbers GPUs in PCI bus
+     * order; CUDA, and so DJL, the same only with {@code CUDA_DEVICE_ORDER=PCI_BUS_ID} and no
+     * {@code CUDA_VISIBLE_DEVICES} (see {@link io.minato.trainer.gpu.GpuProbe}).
+     */
+    @Override
+    public GpuMonitor gpuMonitor() {
+        return device.isGpu() ? GpuMonitor.open(device.getDeviceId()) : GpuMonitor.absent();
     }
 
     @Override

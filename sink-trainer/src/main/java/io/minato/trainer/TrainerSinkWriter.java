@@ -1,11 +1,15 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
+import io.minato.trainer.gpu.GpuMonitor;
+import io.minato.trainer.gpu.GpuSampler;
+import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -24,6 +28,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The queue depth counts the batch in training too: it stays at the queue's head until its step
  * ends, so with depth Q the writer holds at most Q batches (Q - 1 prefetched while one trains).
+ *
+ * <p>When the accelerator trains on a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it
+ * every {@link GpuSampler#DEFAULT_PERIOD} on a daemon thread for the summary's GPU statistics, and
+ * exports the gauges {@value GpuMonitor#UTILIZATION_GAUGE} and {@value
+ * GpuMonitor#MEMORY_USED_GAUGE}; without a GPU there is no such thread and the gauges read -1.
  */
 public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, TrainerWriterState> {
 
@@ -39,6 +48,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final Path outputDir; // null: no summary
     private final Thread worker;
     private final ReplicaGroup.Member member; // null: the accelerator trains alone
+    private final GpuSampler gpu; // owns the accelerator's GPU monitor
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -147,6 +157,10 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         } else {
             member = null;
         }
+
+        GpuMonitor monitor = gpuMonitorOf(accelerator, device);
+        monitor.registerGauges(metrics);
+        gpu = GpuSampler.start(monitor, "gpu-sampler-device-" + device, GpuSampler.DEFAULT_PERIOD);
 
         worker = new Thread(this::runWorker, "trainer-device-" + device);
         worker.setDaemon(true);
@@ -272,7 +286,10 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         }
     }
 
-    /** Stops the worker (interrupting a running step), writes the summary, closes resources. */
+    /**
+     * Stops the worker (interrupting a running step) and the GPU sampling, writes the summary,
+     * closes resources (the GPU monitor included).
+     */
     @Override
     public void close() throws IOException {
         lock.lock();
@@ -295,6 +312,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         if (worker.isAlive()) {
             LOG.warn("Trainer of device {} did not stop within {} ms", device, CLOSE_JOIN_MILLIS);
         }
+        gpu.close(); // never throws; the summary below then holds the final GPU statistics
         try {
             writeSummary();
         } finally {
@@ -311,6 +329,11 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     /** What this device has done so far. */
     public DeviceCounters counters() {
         return counters;
+    }
+
+    /** What this device's GPU read since this writer started; empty without a GPU or reading. */
+    public Optional<GpuStats> gpuStats() {
+        return gpu.stats();
     }
 
     /** Batches held: queued plus the one in training. */
@@ -437,7 +460,18 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
 
     private void writeSummary() throws IOException {
         if (outputDir != null) {
-            DeviceSummary.of(device, accelerator.kind(), counters).write(outputDir);
+            DeviceSummary.of(device, accelerator.kind(), counters, gpu.stats().orElse(null))
+                    .write(outputDir);
+        }
+    }
+
+    /** The accelerator's GPU monitor; the absent one, logged, if it fails: metrics never fail. */
+    private static GpuMonitor gpuMonitorOf(Accelerator accelerator, int device) {
+        try {
+            return accelerator.gpuMonitor();
+        } catch (RuntimeException e) {
+            LOG.warn("device {}: no GPU metrics, the GPU monitor failed to open: {}", device, e);
+            return GpuMonitor.absent();
         }
     }
 }

@@ -3,6 +3,7 @@ package io.minato.trainer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,22 +29,92 @@ class DeviceSummaryTest {
                         1.25,
                         0.0625,
                         1_760_000_000_123L,
-                        1_760_000_012_456L);
+                        1_760_000_012_456L,
+                        new GpuStats(25, 87.5, 61_203_283_968L, 85_520_809_984L));
         Path file = s.write(dir);
+        assertThat(Files.readString(file))
+                .contains(
+                        "\"gpu_samples\": 25, \"gpu_util_mean_percent\": 87.5,"
+                                + " \"gpu_mem_peak_bytes\": 61203283968,"
+                                + " \"gpu_mem_total_bytes\": 85520809984}");
         assertThat(file).isEqualTo(dir.resolve("summary-device-2.json"));
         assertThat(DeviceSummary.read(file)).isEqualTo(s);
     }
 
     @Test
     void shouldWriteMissingLossesAsNullAndReadThemBackAsNaN() throws IOException {
-        DeviceSummary s = DeviceSummary.of(0, "sim\"ulated\\", DeviceCounters.ZERO);
+        DeviceSummary s = DeviceSummary.of(0, "sim\"ulated\\", DeviceCounters.ZERO, null);
         String json = s.toJson();
         assertThat(json).contains("\"loss_first\": null").contains("\"loss_last\": null");
+        assertThat(json)
+                .contains(
+                        "\"gpu_samples\": null, \"gpu_util_mean_percent\": null,"
+                                + " \"gpu_mem_peak_bytes\": null, \"gpu_mem_total_bytes\": null");
         assertThat(json).contains("\"accelerator\": \"sim\\\"ulated\\\\\"");
         DeviceSummary back = DeviceSummary.read(s.write(dir));
         assertThat(back.firstLoss()).isNaN();
         assertThat(back.accelerator()).isEqualTo("sim\"ulated\\");
         assertThat(back).isEqualTo(s);
+        assertThat(back.gpu()).isNull();
+    }
+
+    @Test
+    void shouldWriteAGpuWithoutUtilisationReadingsAsNullUtilisation() throws IOException {
+        DeviceSummary s =
+                DeviceSummary.of(
+                        0, "gpu", DeviceCounters.ZERO, new GpuStats(3, Double.NaN, 1024, 4096));
+        assertThat(s.toJson()).contains("\"gpu_samples\": 3, \"gpu_util_mean_percent\": null,");
+        DeviceSummary back = DeviceSummary.read(s.write(dir));
+        assertThat(back.gpu().utilizationMeanPercent()).isNaN();
+        assertThat(back).isEqualTo(s);
+    }
+
+    @Test
+    void shouldNameTheFileAndTheProblemOfMalformedGpuFields() throws IOException {
+        String counters =
+                "{\"device\": 0, \"accelerator\": \"gpu\", \"steps\": 1, \"samples\": 2,"
+                        + " \"fast\": 2, \"slow\": 0, \"busy_s\": 0.5, \"wait_s\": 0.0,"
+                        + " \"loss_first\": null, \"loss_last\": null, \"first_step_start_ms\": 1,"
+                        + " \"last_step_end_ms\": 2";
+        assertBad(counters + "}", "\"gpu_samples\" is missing");
+        assertBad(
+                counters
+                        + ", \"gpu_samples\": 2, \"gpu_util_mean_percent\": 50.0,"
+                        + " \"gpu_mem_total_bytes\": 8}",
+                "\"gpu_mem_peak_bytes\" is missing");
+        assertBad(
+                counters
+                        + ", \"gpu_samples\": null, \"gpu_util_mean_percent\": null,"
+                        + " \"gpu_mem_peak_bytes\": 4, \"gpu_mem_total_bytes\": null}",
+                "\"gpu_mem_peak_bytes\" is set but \"gpu_samples\" is null");
+        assertBad(
+                counters
+                        + ", \"gpu_samples\": 2, \"gpu_util_mean_percent\": 50.0,"
+                        + " \"gpu_mem_peak_bytes\": null, \"gpu_mem_total_bytes\": 8}",
+                "\"gpu_mem_peak_bytes\" is null but \"gpu_samples\" is set");
+        assertBad(
+                counters
+                        + ", \"gpu_samples\": 0, \"gpu_util_mean_percent\": 50.0,"
+                        + " \"gpu_mem_peak_bytes\": 4, \"gpu_mem_total_bytes\": 8}",
+                "GPU statistics need at least 1 sample: 0");
+        assertBad(
+                counters
+                        + ", \"gpu_samples\": 2, \"gpu_util_mean_percent\": \"high\","
+                        + " \"gpu_mem_peak_bytes\": 4, \"gpu_mem_total_bytes\": 8}",
+                "\"gpu_util_mean_percent\" is not a number");
+        assertBad(
+                counters
+                        + ", \"gpu_samples\": 2, \"gpu_util_mean_percent\": 150.0,"
+                        + " \"gpu_mem_peak_bytes\": 4, \"gpu_mem_total_bytes\": 8}",
+                "GPU utilisation must be 0 to 100 %: 150.0");
+    }
+
+    private void assertBad(String json, String problem) throws IOException {
+        Path file = dir.resolve("summary-device-0.json");
+        Files.writeString(file, json);
+        assertThatThrownBy(() -> DeviceSummary.read(file))
+                .isInstanceOf(IOException.class)
+                .hasMessage("bad device summary " + file + ": " + problem);
     }
 
     @Test

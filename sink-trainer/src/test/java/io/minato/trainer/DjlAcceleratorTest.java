@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
@@ -8,9 +9,11 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.unet.Unet3d;
 import io.minato.transform.Patch;
 import io.minato.transform.Shape3;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -69,6 +72,18 @@ class DjlAcceleratorTest {
             a.train(batch());
             b.train(batch());
             assertThat(a.snapshot()).isEqualTo(b.snapshot());
+        }
+    }
+
+    @Test
+    void shouldHaveNoGpuMonitorOnTheCpuNorOnAGpuThisMachineLacks() {
+        try (DjlAccelerator cpu = new DjlAccelerator(SETTINGS)) {
+            assertThat(cpu.gpuMonitor()).isSameAs(GpuMonitor.absent());
+        }
+        assumeTrue(Files.notExists(Path.of("/dev/nvidiactl")), "an NVIDIA driver is loaded here");
+        try (DjlAccelerator gpu = new DjlAccelerator(SETTINGS, Device.gpu(0))) {
+            assertThat(gpu.kind()).isEqualTo("gpu");
+            assertThat(gpu.gpuMonitor()).isSameAs(GpuMonitor.absent());
         }
     }
 

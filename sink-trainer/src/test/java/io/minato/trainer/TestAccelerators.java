@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
+import io.minato.trainer.gpu.GpuMonitor;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -66,6 +67,42 @@ final class TestAccelerators {
         /** Lets {@code steps} more steps finish. */
         void open(int steps) {
             permits.release(steps);
+        }
+    }
+
+    /**
+     * Steps that sleep {@code stepMillis} on a GPU that {@code monitor} reads: the monitor is the
+     * test's, handed to the writer as a real accelerator's would be.
+     */
+    static final class OnGpu implements AcceleratorFactory {
+        private final long stepMillis;
+        private final transient GpuMonitor monitor;
+
+        OnGpu(long stepMillis, GpuMonitor monitor) {
+            this.stepMillis = stepMillis;
+            this.monitor = monitor;
+        }
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                @Override
+                public StepResult train(Batch batch) throws InterruptedException {
+                    long start = System.nanoTime();
+                    Thread.sleep(stepMillis);
+                    return StepResult.noLoss(System.nanoTime() - start);
+                }
+
+                @Override
+                public String kind() {
+                    return "gpu";
+                }
+
+                @Override
+                public GpuMonitor gpuMonitor() {
+                    return monitor;
+                }
+            };
         }
     }
 

@@ -2,6 +2,7 @@ package io.minato.trainer;
 
 import static io.minato.trainer.TestBatches.batch;
 import static io.minato.trainer.TestBatches.traceLines;
+import static io.minato.trainer.gpu.FakeGpuMonitor.sample;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
@@ -10,6 +11,10 @@ import io.minato.sample.Batch;
 import io.minato.sample.SamplePath;
 import io.minato.trainer.TestAccelerators.Failing;
 import io.minato.trainer.TestAccelerators.Gate;
+import io.minato.trainer.TestAccelerators.OnGpu;
+import io.minato.trainer.gpu.FakeGpuMonitor;
+import io.minato.trainer.gpu.GpuMonitor;
+import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -17,6 +22,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -31,6 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
 class TrainerSinkWriterTest {
 
     private static final Duration TIMEOUT = Duration.ofSeconds(10);
+    private static final long GIB = 1L << 30;
 
     @TempDir Path tmp;
     private final List<TrainerSinkWriter> writers = new ArrayList<>();
@@ -306,7 +313,7 @@ class TrainerSinkWriterTest {
         assertThat(s.lastLoss()).isNaN();
         assertThat(s.firstStepStartMillis()).isBetween(before, s.lastStepEndMillis());
         assertThat(s.lastStepEndMillis()).isLessThanOrEqualTo(after);
-        assertThat(s).isEqualTo(DeviceSummary.of(1, "simulated", w.counters()));
+        assertThat(s).isEqualTo(DeviceSummary.of(1, "simulated", w.counters(), null));
         assertThat(Files.readAllLines(tmp.resolve("trace/trace-device-1.csv"))).hasSize(6);
     }
 
@@ -381,6 +388,106 @@ class TrainerSinkWriterTest {
         assertThat(DeviceSummary.read(tmp.resolve("out/summary-device-0.json")).steps()).isZero();
     }
 
+    @Test
+    void shouldExportTheGaugesOfTheAcceleratorsGpuAndCloseItsMonitor() throws Exception {
+        FakeGpuMonitor monitor = FakeGpuMonitor.constant(sample(40, 3 * GIB, 8 * GIB));
+        FakeWriterContext ctx = new FakeWriterContext(0, 1);
+        TrainerSinkWriter w = writer(sink(new OnGpu(5, monitor), 2), ctx);
+        assertThat(thread("gpu-sampler-device-0")).as("sampler thread").isPresent();
+        w.write(batch(0, 0), null);
+        w.write(batch(0, 1), null);
+        w.flush(true);
+
+        FakeWriterContext.RecordingMetricGroup m = ctx.metrics;
+        assertThat(m.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(40);
+        assertThat(m.gaugeValue(GpuMonitor.MEMORY_USED_GAUGE)).isEqualTo(3 * GIB);
+        Path file = DeviceSummary.file(tmp.resolve("out"), 0);
+        assertThat(Files.readString(file))
+                .contains(
+                        "\"gpu_util_mean_percent\": 40.0",
+                        "\"gpu_mem_peak_bytes\": 3221225472",
+                        "\"gpu_mem_total_bytes\": 8589934592");
+        GpuStats gpu = DeviceSummary.read(file).gpu();
+        assertThat(gpu.samples()).isPositive();
+        assertThat(gpu.utilizationMeanPercent()).isEqualTo(40.0);
+        assertThat(gpu.memoryPeakBytes()).isEqualTo(3 * GIB);
+        assertThat(gpu.memoryTotalBytes()).isEqualTo(8 * GIB);
+
+        writers.remove(w);
+        w.close();
+        assertThat(monitor.closed()).isTrue();
+        assertThat(m.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
+        await(() -> thread("gpu-sampler-device-0").isEmpty());
+    }
+
+    @Test
+    void shouldSummariseTheMeanUtilisationAndPeakMemoryOfTheGpuReadings() throws Exception {
+        FakeGpuMonitor monitor =
+                FakeGpuMonitor.scripted(
+                        sample(20, 1 * GIB, 8 * GIB),
+                        sample(70, 3 * GIB, 8 * GIB),
+                        sample(30, 2 * GIB, 8 * GIB));
+        TrainerSinkWriter w = writer(sink(new OnGpu(1, monitor), 2), new FakeWriterContext(0, 1));
+        w.write(batch(0, 0), null);
+        await(() -> monitor.reads() > 3); // all three read, then one without an answer
+        w.flush(true);
+
+        GpuStats expected = new GpuStats(3, 40.0, 3 * GIB, 8 * GIB);
+        assertThat(w.gpuStats()).contains(expected);
+        DeviceSummary s = DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0));
+        assertThat(s.gpu()).isEqualTo(expected);
+        assertThat(s).isEqualTo(DeviceSummary.of(0, "gpu", w.counters(), expected));
+    }
+
+    @Test
+    void shouldExportMinusOneGaugesAndNoGpuStatisticsWithoutAGpu() throws Exception {
+        FakeWriterContext ctx = new FakeWriterContext(1, 2);
+        TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(1), 2), ctx);
+        assertThat(thread("gpu-sampler-device-1")).as("sampler thread").isEmpty();
+        w.write(batch(1, 0), null);
+        w.flush(true);
+
+        assertThat(ctx.metrics.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
+        assertThat(ctx.metrics.gaugeValue(GpuMonitor.MEMORY_USED_GAUGE)).isEqualTo(-1L);
+        assertThat(w.gpuStats()).isEmpty();
+        Path file = DeviceSummary.file(tmp.resolve("out"), 1);
+        assertThat(Files.readString(file))
+                .contains(
+                        "\"gpu_samples\": null, \"gpu_util_mean_percent\": null,"
+                                + " \"gpu_mem_peak_bytes\": null, \"gpu_mem_total_bytes\": null}");
+        assertThat(DeviceSummary.read(file).gpu()).isNull();
+    }
+
+    @Test
+    void shouldTrainWithoutGpuMetricsWhenTheMonitorFailsToOpen() throws Exception {
+        AcceleratorFactory broken =
+                (device, devices) ->
+                        new Accelerator() {
+                            @Override
+                            public StepResult train(Batch batch) {
+                                return StepResult.noLoss(0);
+                            }
+
+                            @Override
+                            public String kind() {
+                                return "gpu";
+                            }
+
+                            @Override
+                            public GpuMonitor gpuMonitor() {
+                                throw new IllegalStateException("NVML exploded");
+                            }
+                        };
+        FakeWriterContext ctx = new FakeWriterContext(0, 1);
+        TrainerSinkWriter w = writer(sink(broken, 2), ctx);
+        w.write(batch(0, 0), null);
+        w.flush(true);
+
+        assertThat(w.counters().steps()).isEqualTo(1);
+        assertThat(ctx.metrics.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
+        assertThat(DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0)).gpu()).isNull();
+    }
+
     private TrainerSink sink(AcceleratorFactory accelerator, int queueDepth) {
         return TrainerSink.builder()
                 .setAccelerator(accelerator)
@@ -402,6 +509,12 @@ class TrainerSinkWriterTest {
         } catch (IOException | InterruptedException e) {
             throw new RuntimeException(e);
         }
+    }
+
+    private static Optional<Thread> thread(String name) {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals(name) && t.isAlive())
+                .findFirst();
     }
 
     /** Polls {@code condition} until it holds; fails after {@link #TIMEOUT}. */

@@ -5,6 +5,7 @@ import io.minato.stats.Distribution;
 import io.minato.trainer.DeviceSummary;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TraceFiles;
+import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,6 +17,11 @@ import java.util.Locale;
 /**
  * The report of one training run, in the fields and meanings of CONTRACT.md, built from what the
  * trainer subtasks left in the run directory (per-device summaries and delivery traces).
+ *
+ * <p>Beyond CONTRACT.md, {@code "gpu"} (after {@code "accelerator"}) sums up the devices' GPU
+ * readings: {@code devices} that had readings, {@code utilization_mean_percent} the mean of their
+ * mean utilisations (null when NVML reported none), {@code memory_peak_bytes} the largest peak and
+ * {@code memory_total_bytes} the largest GPU's memory; null when no device had a reading (no GPU).
  */
 public final class RunReport {
 
@@ -52,6 +58,10 @@ public final class RunReport {
     private final double boundSeconds;
     private final double firstLoss;
     private final double lastLoss;
+    private final int gpuDevices; // 0: no GPU readings, "gpu": null
+    private final double gpuUtilizationMean;
+    private final long gpuMemoryPeak;
+    private final long gpuMemoryTotal;
 
     private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
         this.in = in;
@@ -87,6 +97,29 @@ public final class RunReport {
         boundSeconds = Math.max(prepMs.sum() / 1000 / in.cores(), steps * meanStep);
         firstLoss = devices.isEmpty() ? Double.NaN : devices.get(0).firstLoss();
         lastLoss = devices.isEmpty() ? Double.NaN : devices.get(0).lastLoss();
+
+        int gpus = 0;
+        int utilized = 0;
+        double utilization = 0;
+        long peak = 0;
+        long total = 0;
+        for (DeviceSummary d : devices) {
+            GpuStats g = d.gpu();
+            if (g == null) {
+                continue;
+            }
+            gpus++;
+            if (!Double.isNaN(g.utilizationMeanPercent())) {
+                utilized++;
+                utilization += g.utilizationMeanPercent();
+            }
+            peak = Math.max(peak, g.memoryPeakBytes());
+            total = Math.max(total, g.memoryTotalBytes());
+        }
+        gpuDevices = gpus;
+        gpuUtilizationMean = utilized > 0 ? utilization / utilized : Double.NaN;
+        gpuMemoryPeak = peak;
+        gpuMemoryTotal = total;
     }
 
     /** Reads the run directory the trainer sink wrote. */
@@ -139,6 +172,20 @@ public final class RunReport {
                 .append(DeviceSummary.Json.quote(acceleratorKind));
         b.append(", \"busy_fraction\": ").append(DeviceSummary.Json.number(busyFraction));
         b.append(", \"wait_s\": ").append(DeviceSummary.Json.number(waitSeconds)).append("},\n");
+        b.append("  \"gpu\": ");
+        b.append(
+                gpuDevices == 0
+                        ? "null"
+                        : "{\"devices\": "
+                                + gpuDevices
+                                + ", \"utilization_mean_percent\": "
+                                + DeviceSummary.Json.number(gpuUtilizationMean)
+                                + ", \"memory_peak_bytes\": "
+                                + gpuMemoryPeak
+                                + ", \"memory_total_bytes\": "
+                                + gpuMemoryTotal
+                                + "}");
+        b.append(",\n");
         b.append("  \"prep_ms\": {\"p50\": ").append(DeviceSummary.Json.number(prepMs.p50()));
         b.append(", \"p90\": ").append(DeviceSummary.Json.number(prepMs.p90()));
         b.append(", \"p99\": ").append(DeviceSummary.Json.number(prepMs.p99()));
