@@ -21,6 +21,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -136,6 +137,27 @@ public final class TrainCommand implements Callable<Integer> {
     int warmupSteps = 20;
 
     @Option(
+            names = "--warmup-start-lr",
+            paramLabel = "LR",
+            description = "Learning rate the warm-up starts from (default: ${DEFAULT-VALUE}).")
+    float warmupStartLr = 0f;
+
+    @Option(
+            names = "--lr-decay-steps",
+            split = ",",
+            paramLabel = "S",
+            description =
+                    "Global steps after which the learning rate is multiplied by --lr-decay-factor"
+                            + " (default: none).")
+    List<Long> lrDecaySteps = new ArrayList<>();
+
+    @Option(
+            names = "--lr-decay-factor",
+            paramLabel = "F",
+            description = "Learning-rate factor at each decay step (default: ${DEFAULT-VALUE}).")
+    float lrDecayFactor = 1f;
+
+    @Option(
             names = "--queue-depth",
             paramLabel = "Q",
             description = "Batches queued in front of each device (default: ${DEFAULT-VALUE}).")
@@ -212,7 +234,10 @@ public final class TrainCommand implements Callable<Integer> {
                                 weightDecay,
                                 nesterov,
                                 warmupSteps,
-                                data.seed);
+                                data.seed,
+                                warmupStartLr,
+                                lrDecaySteps,
+                                lrDecayFactor);
                 acceleratorFactory =
                         new DjlAccelerator.Factory(
                                 optimizer,

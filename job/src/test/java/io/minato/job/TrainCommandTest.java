@@ -161,6 +161,12 @@ class TrainCommandTest {
                         "--weight-decay",
                         "0.001",
                         "--nesterov",
+                        "--warmup-steps",
+                        "1",
+                        "--lr-decay-steps",
+                        "2",
+                        "--lr-decay-factor",
+                        "0.5",
                         "--no-web-ui",
                         "--run-dir",
                         out.resolve("run").toString(),
@@ -177,7 +183,10 @@ class TrainCommandTest {
                         "\"dropped\": 0",
                         "\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.1,"
                                 + " \"momentum\": 0.9, \"weight_decay\": 0.001, \"nesterov\":"
-                                + " true, \"warmup_steps\": 20",
+                                + " true, \"warmup_steps\": 1, \"warmup_start_lr\": 0.0,"
+                                + " \"decay_steps\": [2], \"decay_factor\": 0.5, \"schedule\":"
+                                + " \"linear warm-up from 0.0 to 0.1 over 1 steps, then 0.1 times"
+                                + " 0.5 after each of steps [2]\"",
                         "\"dice\": {\"mean\": ");
         // The replicas are identical: the first device keeps the model, for evaluation.
         assertThat(out.resolve("run/model-device-0/unet3d-0000.params")).isRegularFile();

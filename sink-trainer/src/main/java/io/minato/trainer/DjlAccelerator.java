@@ -50,7 +50,12 @@ public final class DjlAccelerator implements Accelerator {
     /** Parameter shapes do not depend on the patch: any multiple of 32 initialises them. */
     private static final Shape INIT_SHAPE = new Shape(1, 1, 32, 32, 32);
 
-    /** Model width, optimizer and seed (the train command holds the defaults). */
+    /**
+     * Model width, optimizer and seed (the train command holds the defaults). The learning rate
+     * schedule is the MLPerf reference's: a linear warm-up from {@code warmupStartLearningRate} to
+     * {@code learningRate} over {@code warmupSteps} global steps, then multiplied by {@code
+     * decayFactor} at each of {@code decaySteps} (its MultiStepLR milestones, here in steps).
+     */
     public record Settings(
             double width,
             float learningRate,
@@ -58,29 +63,78 @@ public final class DjlAccelerator implements Accelerator {
             float weightDecay,
             boolean nesterov,
             int warmupSteps,
-            long seed)
+            long seed,
+            float warmupStartLearningRate,
+            List<Long> decaySteps,
+            float decayFactor)
             implements Serializable {
         public Settings {
-            if (!(width > 0) || !(learningRate >= 0) || !(momentum >= 0) || !(weightDecay >= 0)) {
+            if (!(width > 0)
+                    || !(learningRate >= 0)
+                    || !(momentum >= 0)
+                    || !(weightDecay >= 0)
+                    || !(warmupStartLearningRate >= 0)
+                    || !(decayFactor > 0)) {
                 throw new IllegalArgumentException(
-                        "width must be > 0, learning rate, momentum and weight decay >= 0");
+                        "width and decay factor must be > 0; learning rates, momentum and weight"
+                                + " decay >= 0");
             }
             if (warmupSteps < 0) {
                 throw new IllegalArgumentException("warm-up steps must be >= 0: " + warmupSteps);
             }
+            decaySteps = List.copyOf(decaySteps);
+            for (int i = 0; i < decaySteps.size(); i++) {
+                if (decaySteps.get(i) < 1
+                        || (i > 0 && decaySteps.get(i) <= decaySteps.get(i - 1))) {
+                    throw new IllegalArgumentException(
+                            "decay steps must be increasing and >= 1: " + decaySteps);
+                }
+            }
         }
 
-        /** Plain SGD with momentum: no weight decay, no Nesterov. */
+        /** No warm-up start value and no decay. */
+        public Settings(
+                double width,
+                float learningRate,
+                float momentum,
+                float weightDecay,
+                boolean nesterov,
+                int warmupSteps,
+                long seed) {
+            this(
+                    width,
+                    learningRate,
+                    momentum,
+                    weightDecay,
+                    nesterov,
+                    warmupSteps,
+                    seed,
+                    0f,
+                    List.of(),
+                    1f);
+        }
+
+        /** Plain SGD with momentum: no weight decay, no Nesterov, no decay. */
         public Settings(
                 double width, float learningRate, float momentum, int warmupSteps, long seed) {
             this(width, learningRate, momentum, 0f, false, warmupSteps, seed);
         }
 
-        /** The learning rate of global step {@code step} (1-based): linear warm-up, then flat. */
+        /** The learning rate of global step {@code step} (1-based). */
         public float learningRate(long step) {
-            return warmupSteps == 0 || step >= warmupSteps
-                    ? learningRate
-                    : (float) (learningRate * ((double) step / warmupSteps));
+            if (step < warmupSteps) {
+                return (float)
+                        (warmupStartLearningRate
+                                + (learningRate - warmupStartLearningRate)
+                                        * ((double) step / warmupSteps));
+            }
+            double lr = learningRate;
+            for (long milestone : decaySteps) {
+                if (step >= milestone) {
+                    lr *= decayFactor;
+                }
+            }
+            return (float) lr;
         }
     }
 

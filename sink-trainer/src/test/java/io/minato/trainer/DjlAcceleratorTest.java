@@ -1,6 +1,8 @@
 package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.Device;
@@ -42,6 +44,35 @@ class DjlAcceleratorTest {
             // Same seed: a fresh replica starts where the first did, not where its step left it.
             assertThat(restored.snapshot()).isNotEqualTo(fresh.snapshot());
         }
+    }
+
+    @Test
+    void shouldFollowTheReferenceScheduleWarmUpThenMultiStepDecay() {
+        DjlAccelerator.Settings s =
+                new DjlAccelerator.Settings(
+                        0.125, 0.1f, 0.9f, 0f, false, 4, 3, 0.02f, List.of(6L, 8L), 0.5f);
+        assertThat(s.learningRate(0)).isEqualTo(0.02f);
+        assertThat(s.learningRate(2)).isCloseTo(0.06f, within(1e-7f));
+        assertThat(s.learningRate(4)).isEqualTo(0.1f);
+        assertThat(s.learningRate(5)).isEqualTo(0.1f);
+        assertThat(s.learningRate(6)).isCloseTo(0.05f, within(1e-7f));
+        assertThat(s.learningRate(8)).isCloseTo(0.025f, within(1e-7f));
+        assertThat(new DjlAccelerator.Settings(0.125, 0.1f, 0.9f, 0, 3).learningRate(1))
+                .isEqualTo(0.1f);
+        assertThatThrownBy(
+                        () ->
+                                new DjlAccelerator.Settings(
+                                        0.125,
+                                        0.1f,
+                                        0.9f,
+                                        0f,
+                                        false,
+                                        4,
+                                        3,
+                                        0f,
+                                        List.of(8L, 6L),
+                                        0.5f))
+                .hasMessageContaining("decay steps must be increasing");
     }
 
     @Test

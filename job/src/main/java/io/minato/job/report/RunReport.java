@@ -224,7 +224,14 @@ public final class RunReport {
                                 + o.nesterov()
                                 + ", \"warmup_steps\": "
                                 + o.warmupSteps()
-                                + ", \"schedule\": \"linear warm-up from 0, then constant\""
+                                + ", \"warmup_start_lr\": "
+                                + decimal(o.warmupStartLearningRate())
+                                + ", \"decay_steps\": "
+                                + o.decaySteps()
+                                + ", \"decay_factor\": "
+                                + decimal(o.decayFactor())
+                                + ", \"schedule\": "
+                                + DeviceSummary.Json.quote(schedule(o))
                                 + ", \"width\": "
                                 + DeviceSummary.Json.number(o.width())
                                 + "}");
@@ -243,6 +250,30 @@ public final class RunReport {
                                 + "}");
         b.append("\n");
         b.append("}\n");
+        return b.toString();
+    }
+
+    /** The learning-rate schedule in words, for people reading the report. */
+    static String schedule(DjlAccelerator.Settings o) {
+        StringBuilder b = new StringBuilder();
+        if (o.warmupSteps() > 0) {
+            b.append("linear warm-up from ")
+                    .append(o.warmupStartLearningRate())
+                    .append(" to ")
+                    .append(o.learningRate())
+                    .append(" over ")
+                    .append(o.warmupSteps())
+                    .append(" steps, then ");
+        }
+        if (o.decaySteps().isEmpty() || o.decayFactor() == 1f) {
+            b.append("constant ").append(o.learningRate());
+        } else {
+            b.append(o.learningRate())
+                    .append(" times ")
+                    .append(o.decayFactor())
+                    .append(" after each of steps ")
+                    .append(o.decaySteps());
+        }
         return b.toString();
     }
 
