@@ -47,3 +47,27 @@ minato_jvm_options() {
   grep -v '^#' "$root/flink-conf/jvm-options" | tr '\n' ' '
   echo -n " -Dai.djl.offline=true -Dlog4j.configurationFile=$root/flink-conf/log4j-console.properties"
 }
+
+# The classpath of a cluster started by scripts/cluster, as a Flink distribution's lib/ would
+# hold it: Flink's jars, plus DJL and JavaCPP (and what they need). Native
+# libraries load once per JVM, so those two must come from the cluster's classpath, parent-first
+# (see scripts/cluster), not from each job's class loader. The job and picocli come with
+# job/target/minato-job.jar. Cached in target/cluster/ until the next build.
+minato_cluster_classpath() {
+  local root cache
+  root="$(minato_root)"
+  cache="$root/target/cluster/classpath.txt"
+  if [ ! -f "$cache" ] || [ "$root/job/target/run-classpath.txt" -nt "$cache" ]; then
+    mkdir -p "$root/target/cluster"
+    # Compile scope: the job's dependencies and the Flink jars it leaves to the cluster.
+    if ! (cd "$root" && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=compile \
+        -Dmdep.outputFile="$root/target/cluster/compile.txt") > "$root/target/cluster/build.log" 2>&1
+    then
+      tail -n 20 "$root/target/cluster/build.log" >&2
+      return 1
+    fi
+    tr ':' '\n' < "$root/target/cluster/compile.txt" \
+      | grep -v -e '^$' -e '/io/minato/' -e '/info/picocli/' | paste -sd: - > "$cache"
+  fi
+  cat "$cache"
+}
