@@ -5,6 +5,7 @@ import io.minato.loader.BatchAssembler;
 import io.minato.loader.CaseTable;
 import io.minato.loader.DeviceKeys;
 import io.minato.loader.DeviceOf;
+import io.minato.loader.DjlLoader;
 import io.minato.loader.InOrderLoader;
 import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
@@ -30,14 +31,16 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  *                                                                 -> TrainerSink (p=G)
  * </pre>
  *
- * or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> TrainerSink.
+ * or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> TrainerSink, and for
+ * DJL's own loader, SampleSource -> DjlLoader (DJL's DataIterable on W threads) -> TrainerSink.
  */
 public final class LoaderJob {
 
     /** Which loader builds the batches. */
     public enum Loader {
         minato,
-        inorder
+        inorder,
+        djl
     }
 
     /** What the dataflow needs to know. */
@@ -66,7 +69,12 @@ public final class LoaderJob {
         Settings s = settings;
         DataStream<SampleTask> tasks =
                 SampleSource.tasks(env, s.cases().size(), s.epochs(), s.seed());
-        DataStream<Batch> batches = s.loader() == Loader.minato ? minato(tasks) : inOrder(tasks);
+        DataStream<Batch> batches =
+                switch (s.loader()) {
+                    case minato -> minato(tasks);
+                    case inorder -> inOrder(tasks);
+                    case djl -> djl(tasks);
+                };
         batches.sinkTo(sink)
                 .name("TrainerSink")
                 .uid("trainer-sink")
@@ -115,6 +123,23 @@ public final class LoaderJob {
                                 .setWorkers(workers)
                                 .build())
                 .uid("inorder-loader")
+                .setParallelism(1)
+                .keyBy(b -> keys.keyOf(b.device()), Types.INT);
+    }
+
+    private DataStream<Batch> djl(DataStream<SampleTask> tasks) {
+        Settings s = settings;
+        DeviceKeys keys = new DeviceKeys(s.devices());
+        return tasks.transform(
+                        "DjlLoader",
+                        TypeInformation.of(Batch.class),
+                        new DjlLoader(
+                                s.cases(),
+                                s.transforms(),
+                                s.batch(),
+                                s.devices(),
+                                s.fastWorkers() + s.slowWorkers()))
+                .uid("djl-loader")
                 .setParallelism(1)
                 .keyBy(b -> keys.keyOf(b.device()), Types.INT);
     }

@@ -69,7 +69,7 @@ public final class TrainCommand implements Callable<Integer> {
             names = "--loader",
             paramLabel = "NAME",
             description =
-                    "minato, or inorder (PyTorch DataLoader semantics: fixed batches, in order). Default: ${DEFAULT-VALUE}.")
+                    "minato, inorder (PyTorch DataLoader semantics: fixed batches, in order) or djl (DJL's own dataset loader: DataIterable on the workers, in order). Default: ${DEFAULT-VALUE}.")
     LoaderJob.Loader loader = LoaderJob.Loader.minato;
 
     @Option(

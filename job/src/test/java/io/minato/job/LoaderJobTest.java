@@ -35,6 +35,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** The whole job on one shared MiniCluster: RocksDB, unaligned checkpoints, the real operators. */
 class LoaderJobTest {
@@ -81,23 +83,30 @@ class LoaderJobTest {
         assertThat(pathsOf(trace())).containsExactlyInAnyOrder("fast", "slow");
     }
 
-    @Test
-    void shouldDeliverExactlyOnceAcrossAnInjectedFailureRestoredFromACheckpoint() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(
+            value = LoaderJob.Loader.class,
+            names = {"minato", "djl"})
+    void shouldDeliverExactlyOnceAcrossAnInjectedFailureRestoredFromACheckpoint(
+            LoaderJob.Loader loader) throws Exception {
         SNAPSHOTS.set(0);
         FAILED.set(false);
         int epochs = 8;
-        RunReport report =
-                run(LoaderJob.Loader.minato, epochs, new FailOnceAfterCheckpoints(), "auto");
+        RunReport report = run(loader, epochs, new FailOnceAfterCheckpoints(), "auto");
         assertThat(FAILED).as("the fault was injected").isTrue();
         assertThat(checkTrace(epochs)).hasSize(train.size() * epochs);
         assertThat(report.delivered()).isEqualTo(train.size() * epochs);
     }
 
-    @Test
-    void shouldHandBatchesOfTheInOrderBaselineToDevicesStrictlyInOrder() throws Exception {
+    /** The two in-order baselines: PyTorch DataLoader semantics, and DJL's own loader. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(
+            value = LoaderJob.Loader.class,
+            names = {"inorder", "djl"})
+    void shouldHandBatchesOfTheInOrderBaselinesToDevicesStrictlyInOrder(LoaderJob.Loader loader)
+            throws Exception {
         int epochs = 2;
-        RunReport report =
-                run(LoaderJob.Loader.inorder, epochs, new SimulatedAccelerator.Factory(5), "auto");
+        RunReport report = run(loader, epochs, new SimulatedAccelerator.Factory(5), "auto");
         checkTrace(epochs);
         assertThat(report.delivered()).isEqualTo(train.size() * epochs);
         // Batch k holds global samples [kB, kB + B) and goes to device k % G as its step k / G.

@@ -1,0 +1,473 @@
+package io.minato.loader;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.dataset.RandomAccessDataset;
+import ai.djl.training.dataset.Record;
+import ai.djl.training.dataset.Sampler;
+import ai.djl.util.Progress;
+import io.minato.data.BadInputException;
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.stats.CpuClock;
+import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
+import io.minato.transform.Shape3;
+import io.minato.transform.TransformConfig;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.BoundedOneInput;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+
+/**
+ * The second baseline: DJL's own dataset loader. The samples are a DJL {@link RandomAccessDataset}
+ * whose {@code get} prepares one sample into NDArrays; DJL's {@code DataIterable} iterates it with
+ * an executor of W threads, each batch fetched whole by one thread, {@code prefetch} batches ahead,
+ * stacked by DJL's batchifier and handed over strictly in order, so one slow sample holds back its
+ * batch and every batch behind it. Batch k goes to device {@code k % G}, as in the in-order loader.
+ *
+ * <p>The task stream feeds DJL's sampler as it arrives. Run at parallelism 1. At a checkpoint the
+ * barrier waits until every full batch received so far is emitted; the state is the tasks of the
+ * partial batch and the batch counter. The final remainder of fewer than B tasks is dropped.
+ */
+public class DjlLoader extends AbstractStreamOperator<Batch>
+        implements OneInputStreamOperator<SampleTask, Batch>, BoundedOneInput {
+    private static final long serialVersionUID = 1L;
+
+    /** Batches in flight per worker thread: the in-order loader's budget, for a fair comparison. */
+    public static final int PREFETCH_PER_WORKER = 2;
+
+    private final CaseTable cases;
+    private final TransformConfig config;
+    private final int batchSize;
+    private final int devices;
+    private final int workers;
+
+    private transient Feed feed;
+    private transient ExecutorService executor;
+    private transient Thread iterator;
+    private transient BlockingQueue<Object> handover; // Batch, or END, or a Throwable
+    private transient long emitted; // batches emitted
+    private transient long firstBatch; // batch number of the first batch of this (re)start
+    private transient List<SampleTask> restored;
+    private transient ListState<SampleTask> pendingState;
+    private transient ListState<Long> nextBatchState;
+    private transient Counter batchesMetric;
+    private transient Counter samplesDropped;
+
+    private static final Object END = new Object();
+
+    public DjlLoader(
+            CaseTable cases, TransformConfig config, int batchSize, int devices, int workers) {
+        this.cases = Objects.requireNonNull(cases, "cases");
+        this.config = Objects.requireNonNull(config, "config");
+        if (batchSize < 1 || devices < 1 || workers < 1) {
+            throw new IllegalArgumentException(
+                    "batch size, devices and workers must be >= 1: "
+                            + batchSize
+                            + ", "
+                            + devices
+                            + ", "
+                            + workers);
+        }
+        this.batchSize = batchSize;
+        this.devices = devices;
+        this.workers = workers;
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        var store = context.getOperatorStateStore();
+        pendingState =
+                store.getListState(
+                        new ListStateDescriptor<>("pending", TypeInformation.of(SampleTask.class)));
+        nextBatchState = store.getListState(new ListStateDescriptor<>("nextBatch", Types.LONG));
+        restored = new ArrayList<>();
+        firstBatch = 0;
+        if (context.isRestored()) {
+            for (SampleTask t : pendingState.get()) {
+                restored.add(t);
+            }
+            for (Long n : nextBatchState.get()) {
+                firstBatch = Math.max(firstBatch, n);
+            }
+        }
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
+        if (parallelism != 1) {
+            throw new IllegalStateException(
+                    "the DJL loader numbers batches globally and must run at parallelism 1, not "
+                            + parallelism);
+        }
+        batchesMetric = getMetricGroup().counter("batches");
+        samplesDropped = getMetricGroup().counter("samplesDropped");
+        feed = new Feed(batchSize);
+        restored.forEach(feed::add);
+        handover = new ArrayBlockingQueue<>(1);
+        executor =
+                Executors.newFixedThreadPool(
+                        workers,
+                        r -> {
+                            Thread t = new Thread(r, "djl-loader-worker");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        iterator = new Thread(this::iterate, "djl-loader-iterator");
+        iterator.setDaemon(true);
+        iterator.start();
+    }
+
+    @Override
+    public void processElement(StreamRecord<SampleTask> element) throws Exception {
+        feed.add(element.getValue());
+        // Hand over what is ready without waiting; order is DJL's.
+        Object ready;
+        while ((ready = handover.poll()) != null) {
+            emit(ready);
+        }
+    }
+
+    @Override
+    public void endInput() throws Exception {
+        feed.end();
+        drainUntil(Long.MAX_VALUE);
+        samplesDropped.inc(feed.remainder().size());
+    }
+
+    @Override
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        super.prepareSnapshotPreBarrier(checkpointId);
+        drainUntil(feed.fullBatches());
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        pendingState.update(feed.remainder());
+        nextBatchState.update(List.of(firstBatch + emitted));
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (iterator != null) {
+            iterator.interrupt();
+        }
+        if (executor != null) {
+            executor.shutdownNow();
+        }
+        super.close();
+    }
+
+    /** Emits batches until {@code batches} have been emitted since the start, or the end. */
+    private void drainUntil(long batches) throws Exception {
+        while (emitted < batches) {
+            Object next = handover.poll(1, TimeUnit.SECONDS);
+            if (next == END) {
+                return;
+            }
+            if (next != null) {
+                emit(next);
+            }
+        }
+    }
+
+    private void emit(Object ready) throws Exception {
+        if (ready == END) {
+            return;
+        }
+        if (ready instanceof Throwable t) {
+            if (t instanceof Exception e) {
+                throw e;
+            }
+            throw new IllegalStateException("DJL loader failed: " + t, t);
+        }
+        long k = firstBatch + emitted++;
+        Batch b = (Batch) ready;
+        output.collect(
+                new StreamRecord<>(new Batch((int) (k % devices), k / devices, b.samples())));
+        batchesMetric.inc();
+    }
+
+    /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
+    private void iterate() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            Dataset dataset = new Dataset(feed, cases, config, PREFETCH_PER_WORKER * workers);
+            Iterable<ai.djl.training.dataset.Batch> data =
+                    dataset.getData(manager, new FeedSampler(feed), executor);
+            long first = 0; // DJL's batches are consecutive runs of B tasks, in order
+            for (ai.djl.training.dataset.Batch djl : data) {
+                try (djl) {
+                    handover.put(toBatch(djl, dataset, first));
+                }
+                first += batchSize;
+            }
+            handover.put(END);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Throwable t) {
+            try {
+                handover.put(rootBadInput(t));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** DJL wraps a sample's failure twice; bad input surfaces as itself, in one line. */
+    private static Throwable rootBadInput(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof BadInputException) {
+                return c;
+            }
+        }
+        return t;
+    }
+
+    /** Back from DJL's stacked NDArrays to the samples the trainer takes. */
+    private static Batch toBatch(ai.djl.training.dataset.Batch djl, Dataset dataset, long first) {
+        NDArray images = djl.getData().singletonOrThrow();
+        NDArray labels = djl.getLabels().singletonOrThrow();
+        Shape s = images.getShape(); // (B, 1, D, H, W)
+        Shape3 patch = new Shape3((int) s.get(2), (int) s.get(3), (int) s.get(4));
+        int voxels = (int) patch.voxels();
+        float[] allImages = images.toFloatArray();
+        byte[] allLabels = labels.toByteArray();
+        int size = djl.getSize();
+        List<PreparedSample> samples = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            float[] image = new float[voxels];
+            byte[] label = new byte[voxels];
+            System.arraycopy(allImages, i * voxels, image, 0, voxels);
+            System.arraycopy(allLabels, i * voxels, label, 0, voxels);
+            long index = first + i;
+            samples.add(
+                    new PreparedSample(
+                            dataset.task(index),
+                            SamplePath.FAST,
+                            dataset.takePrepNanos(index),
+                            new Patch(patch, image, label)));
+        }
+        return new Batch(0, 0, samples);
+    }
+
+    /** The tasks received so far, in order; index i is the i-th task of this (re)start. */
+    static final class Feed {
+        private final int batchSize;
+        private final ReentrantLock lock = new ReentrantLock();
+        private final Condition added = lock.newCondition();
+        private final List<SampleTask> tasks = new ArrayList<>();
+        private boolean ended;
+        private long sampled; // tasks handed to DJL's sampler, in whole batches
+
+        Feed(int batchSize) {
+            this.batchSize = batchSize;
+        }
+
+        void add(SampleTask task) {
+            lock.lock();
+            try {
+                tasks.add(task);
+                added.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        void end() {
+            lock.lock();
+            try {
+                ended = true;
+                added.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        SampleTask get(long index) {
+            lock.lock();
+            try {
+                return tasks.get(Math.toIntExact(index));
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Full batches among the tasks received so far. */
+        long fullBatches() {
+            lock.lock();
+            try {
+                return tasks.size() / batchSize;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The tasks that do not fill a batch yet. */
+        List<SampleTask> remainder() {
+            lock.lock();
+            try {
+                int whole = tasks.size() / batchSize * batchSize;
+                return List.copyOf(tasks.subList(whole, tasks.size()));
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The next batch's indices, waiting for its tasks; null once input ended short of one. */
+        List<Long> nextBatch() throws InterruptedException {
+            lock.lockInterruptibly();
+            try {
+                while (!ended && tasks.size() < sampled + batchSize) {
+                    added.await();
+                }
+                if (tasks.size() < sampled + batchSize) {
+                    return null;
+                }
+                List<Long> indices = new ArrayList<>(batchSize);
+                for (int i = 0; i < batchSize; i++) {
+                    indices.add(sampled + i);
+                }
+                sampled += batchSize;
+                return indices;
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** DJL's sampler over the feed: consecutive runs of B tasks, as they arrive. */
+    static final class FeedSampler implements Sampler {
+        private final Feed feed;
+
+        FeedSampler(Feed feed) {
+            this.feed = feed;
+        }
+
+        @Override
+        public Iterator<List<Long>> sample(RandomAccessDataset dataset) {
+            return new Iterator<>() {
+                private List<Long> next;
+
+                @Override
+                public boolean hasNext() {
+                    if (next == null) {
+                        try {
+                            next = feed.nextBatch();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            return false;
+                        }
+                    }
+                    return next != null;
+                }
+
+                @Override
+                public List<Long> next() {
+                    if (!hasNext()) {
+                        throw new NoSuchElementException();
+                    }
+                    List<Long> out = next;
+                    next = null;
+                    return out;
+                }
+            };
+        }
+
+        @Override
+        public int getBatchSize() {
+            return feed.batchSize;
+        }
+    }
+
+    /** The samples as a DJL dataset: {@code get} prepares one sample, image and label. */
+    static final class Dataset extends RandomAccessDataset {
+        private final Feed feed;
+        private final CaseTable cases;
+        private final TransformConfig config;
+        private final Map<Long, Long> prepNanos = new ConcurrentHashMap<>();
+
+        Dataset(Feed feed, CaseTable cases, TransformConfig config, int prefetch) {
+            super(new Builder(prefetch).setSampling(1, false));
+            this.feed = feed;
+            this.cases = cases;
+            this.config = config;
+        }
+
+        SampleTask task(long index) {
+            return feed.get(index);
+        }
+
+        long takePrepNanos(long index) {
+            Long n = prepNanos.remove(index);
+            return n == null ? 0 : n;
+        }
+
+        @Override
+        public Record get(NDManager manager, long index) {
+            SampleTask task = feed.get(index);
+            long cpu0 = CpuClock.threadNanos();
+            Patch p;
+            try {
+                p = Preparation.prepare(task.key(), cases.volume(task.caseIndex()), config);
+            } catch (BadInputException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+            prepNanos.put(index, CpuClock.threadNanos() - cpu0);
+            Shape shape = new Shape(1, p.shape().d(), p.shape().h(), p.shape().w());
+            NDArray image = manager.create(p.image(), shape);
+            NDArray label = manager.create(ByteBuffer.wrap(p.label()), shape, DataType.UINT8);
+            return new Record(new NDList(image), new NDList(label));
+        }
+
+        @Override
+        protected long availableSize() {
+            return Long.MAX_VALUE; // a stream: as many as arrive
+        }
+
+        @Override
+        public void prepare(Progress progress) {}
+
+        static final class Builder extends RandomAccessDataset.BaseBuilder<Builder> {
+            Builder(int prefetch) {
+                optPrefetchNumber(prefetch);
+            }
+
+            @Override
+            protected Builder self() {
+                return this;
+            }
+        }
+    }
+}
