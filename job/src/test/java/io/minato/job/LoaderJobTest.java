@@ -25,6 +25,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.api.common.JobExecutionResult;
@@ -33,12 +34,17 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** The whole job on one shared MiniCluster: RocksDB, unaligned checkpoints, the real operators. */
+/**
+ * The whole job on one shared MiniCluster: RocksDB, unaligned checkpoints, the real operators. A
+ * loader that deadlocks would hang the job: the timeout fails the test instead of the CI run.
+ */
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
 class LoaderJobTest {
     private static final int DEVICES = 2;
     private static final int BATCH = 2;

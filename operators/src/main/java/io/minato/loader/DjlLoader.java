@@ -157,6 +157,14 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         while ((ready = handover.poll()) != null) {
             emit(ready);
         }
+        // Backpressure, as DataLoader's full index queues: while DJL's prefetch is full and a
+        // whole batch waits unsampled, take batches from DJL instead of more tasks.
+        while (feed.unsampled() >= batchSize) {
+            ready = handover.poll(1, TimeUnit.SECONDS);
+            if (ready != null) {
+                emit(ready);
+            }
+        }
     }
 
     @Override
@@ -224,14 +232,18 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private void iterate() {
         try (NDManager manager = NDManager.newBaseManager()) {
             Dataset dataset = new Dataset(feed, cases, config, PREFETCH_PER_WORKER * workers);
-            Iterable<ai.djl.training.dataset.Batch> data =
-                    dataset.getData(manager, new FeedSampler(feed), executor);
+            FeedSampler sampler = new FeedSampler(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
-            for (ai.djl.training.dataset.Batch djl : data) {
-                try (djl) {
-                    handover.put(toBatch(djl, dataset, first));
+            // DJL iterates a dataset of known size: its sampler must not block. So each
+            // iteration covers the tasks at hand, and a new one starts when more have come.
+            while (feed.awaitBatch()) {
+                for (ai.djl.training.dataset.Batch djl :
+                        dataset.getData(manager, sampler, executor)) {
+                    try (djl) {
+                        handover.put(toBatch(djl, dataset, first));
+                    }
+                    first += batchSize;
                 }
-                first += batchSize;
             }
             handover.put(END);
         } catch (InterruptedException e) {
@@ -324,6 +336,16 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             }
         }
 
+        /** Tasks received and not yet handed to DJL's sampler. */
+        long unsampled() {
+            lock.lock();
+            try {
+                return tasks.size() - sampled;
+            } finally {
+                lock.unlock();
+            }
+        }
+
         /** Full batches among the tasks received so far. */
         long fullBatches() {
             lock.lock();
@@ -345,13 +367,26 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             }
         }
 
-        /** The next batch's indices, waiting for its tasks; null once input ended short of one. */
-        List<Long> nextBatch() throws InterruptedException {
+        /**
+         * Waits until a whole batch of tasks is unsampled (true) or input ended without one
+         * (false).
+         */
+        boolean awaitBatch() throws InterruptedException {
             lock.lockInterruptibly();
             try {
                 while (!ended && tasks.size() < sampled + batchSize) {
                     added.await();
                 }
+                return tasks.size() >= sampled + batchSize;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** The next batch's indices if its tasks are here, else null; never waits. */
+        List<Long> nextBatch() {
+            lock.lock();
+            try {
                 if (tasks.size() < sampled + batchSize) {
                     return null;
                 }
@@ -367,7 +402,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
     }
 
-    /** DJL's sampler over the feed: consecutive runs of B tasks, as they arrive. */
+    /** DJL's sampler over the feed: consecutive runs of B tasks, those that have arrived. */
     static final class FeedSampler implements Sampler {
         private final Feed feed;
 
@@ -383,12 +418,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 @Override
                 public boolean hasNext() {
                     if (next == null) {
-                        try {
-                            next = feed.nextBatch();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            return false;
-                        }
+                        next = feed.nextBatch();
                     }
                     return next != null;
                 }
