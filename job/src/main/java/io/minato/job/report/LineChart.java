@@ -93,7 +93,7 @@ final class LineChart {
             return new double[] {1, 0.2};
         }
         double magnitude = Math.pow(10, Math.floor(Math.log10(max / 5)));
-        for (double f : new double[] {1, 2, 2.5, 5, 10}) {
+        for (double f : new double[] {1, 2, 5, 10}) {
             double step = f * magnitude;
             double ticks = Math.ceil(max / step - 1e-9);
             if (ticks <= 8) {

@@ -174,6 +174,8 @@ class BenchPlotsTest {
         assertThat(LineChart.axis(160)).containsExactly(160, 20);
         assertThat(LineChart.axis(9.3)).containsExactly(10, 2);
         assertThat(LineChart.axis(0.37)).containsExactly(0.4, 0.05);
+        assertThat(LineChart.axis(20)).containsExactly(20, 5);
+        assertThat(LineChart.axis(45)).containsExactly(50, 10);
         assertThat(LineChart.axis(0)).containsExactly(1, 0.2);
         assertThat(LineChart.tick(40, 20)).isEqualTo("40");
         assertThat(LineChart.tick(7.5, 2.5)).isEqualTo("7.5");
