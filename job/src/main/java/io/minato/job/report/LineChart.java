@@ -133,15 +133,25 @@ final class LineChart {
             g.fillRect(0, 0, WIDTH, HEIGHT);
             drawTitles(g);
             drawAxes(g);
+            // Lines under whiskers under markers, so no series' line hides another's points.
+            for (Series s : series) {
+                drawLine(g, s);
+            }
             int whiskered = 0;
             for (Series s : series) {
                 whiskered += s.low() == null ? 0 : 1;
             }
             int w = 0;
             for (Series s : series) {
-                // Whiskers of different series at one x stand a little apart.
-                double dodge = s.low() == null ? 0 : (w++ - (whiskered - 1) / 2.0) * 5;
-                drawSeries(g, s, dodge);
+                if (s.low() != null) {
+                    // Whiskers of different series at one x stand a little apart.
+                    drawWhiskers(g, s, (w++ - (whiskered - 1) / 2.0) * 5);
+                }
+            }
+            for (Series s : series) {
+                for (int k = 0; k < s.x().length; k++) {
+                    marker(g, s, px(s.x()[k]), py(s.y()[k]));
+                }
             }
             drawLegend(g);
         } finally {
@@ -200,8 +210,7 @@ final class LineChart {
         }
     }
 
-    private void drawSeries(Graphics2D g, Series s, double dodge) {
-        g.setColor(s.colour());
+    private void drawLine(Graphics2D g, Series s) {
         Path2D.Double line = new Path2D.Double();
         for (int k = 0; k < s.x().length; k++) {
             if (k == 0) {
@@ -210,21 +219,21 @@ final class LineChart {
                 line.lineTo(px(s.x()[k]), py(s.y()[k]));
             }
         }
+        g.setColor(s.colour());
         g.setStroke(lineStroke(s));
         g.draw(line);
-        if (s.low() != null) {
-            g.setStroke(new BasicStroke(1.5f));
-            for (int k = 0; k < s.x().length; k++) {
-                double x = px(s.x()[k]) + dodge;
-                double lo = py(s.low()[k]);
-                double hi = py(s.high()[k]);
-                g.draw(new Line2D.Double(x, lo, x, hi));
-                g.draw(new Line2D.Double(x - 4, lo, x + 4, lo));
-                g.draw(new Line2D.Double(x - 4, hi, x + 4, hi));
-            }
-        }
+    }
+
+    private void drawWhiskers(Graphics2D g, Series s, double dodge) {
+        g.setColor(s.colour());
+        g.setStroke(new BasicStroke(1.5f));
         for (int k = 0; k < s.x().length; k++) {
-            marker(g, s, px(s.x()[k]), py(s.y()[k]));
+            double x = px(s.x()[k]) + dodge;
+            double lo = py(s.low()[k]);
+            double hi = py(s.high()[k]);
+            g.draw(new Line2D.Double(x, lo, x, hi));
+            g.draw(new Line2D.Double(x - 4, lo, x + 4, lo));
+            g.draw(new Line2D.Double(x - 4, hi, x + 4, hi));
         }
     }
 
