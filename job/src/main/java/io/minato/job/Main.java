@@ -4,10 +4,11 @@ import io.minato.data.BadInputException;
 import io.minato.job.generate.GenerateCommand;
 import io.minato.job.profile.ProfileCommand;
 import io.minato.job.profile.StepTimeCommand;
+import io.minato.job.report.PlotCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The command line of minato-flink: train, evaluate, generate, profile. */
+/** The command line of minato-flink: train, evaluate, generate, profile, step-time, plot. */
 @Command(
         name = "minato",
         mixinStandardHelpOptions = true,
@@ -19,6 +20,7 @@ import picocli.CommandLine.Command;
             GenerateCommand.class,
             ProfileCommand.class,
             StepTimeCommand.class,
+            PlotCommand.class,
             CommandLine.HelpCommand.class
         })
 public final class Main {

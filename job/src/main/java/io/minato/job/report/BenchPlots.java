@@ -1,0 +1,372 @@
+package io.minato.job.report;
+
+import io.minato.data.BadInputException;
+import java.awt.Color;
+import java.awt.image.BufferedImage;
+import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.ToDoubleFunction;
+import javax.imageio.ImageIO;
+
+/**
+ * What {@code scripts/bench} measured, from its {@code bench.json} (an array of run reports, each
+ * with {@code simulated_step_ms} and {@code rep} added): medians per loader and step time as a
+ * table, and as PNG plots, {@code wall.png} (median wall time with min-max whiskers, and the median
+ * {@code bound_s}) and {@code busy.png} (median accelerator busy %). Loaders and step times are
+ * whatever the runs hold; loaders keep the order they first appear in, steps go up.
+ */
+public final class BenchPlots {
+    static {
+        // Plots are written, never shown: no display is needed or opened.
+        System.setProperty("java.awt.headless", "true");
+    }
+
+    /** The plots {@link #write} makes. */
+    public static final List<String> FILES = List.of("wall.png", "busy.png");
+
+    /** Loader colours, in order (then made up by hue): blue, orange, green, red, purple, ... */
+    private static final int[] PALETTE = {
+        0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22
+    };
+
+    static final Color BOUND_COLOUR = new Color(0x44, 0x44, 0x44);
+
+    /** The fields of one run that the table and plots use. */
+    public record Run(
+            String loader,
+            double stepMs,
+            int rep,
+            double wallS,
+            double busyFraction,
+            double boundS,
+            long slow,
+            long delivered) {}
+
+    /** Medians over the runs of one loader at one step time. */
+    public record Row(
+            double stepMs,
+            String loader,
+            int runs,
+            double wallS,
+            double wallMin,
+            double wallMax,
+            double busyPercent,
+            double slowPercent,
+            double boundS,
+            double wallOverBound) {}
+
+    private final List<String> loaders;
+    private final double[] steps;
+    private final List<Row> rows = new ArrayList<>();
+    private final double[] boundPerStep;
+
+    public BenchPlots(List<Run> runs) {
+        if (runs.isEmpty()) {
+            throw new IllegalArgumentException("no runs");
+        }
+        Set<String> names = new LinkedHashSet<>();
+        Set<Double> stepSet = new TreeSet<>();
+        for (Run r : runs) {
+            names.add(r.loader());
+            stepSet.add(r.stepMs());
+        }
+        loaders = List.copyOf(names);
+        steps = stepSet.stream().mapToDouble(Double::doubleValue).toArray();
+        boundPerStep = new double[steps.length];
+        for (int k = 0; k < steps.length; k++) {
+            double step = steps[k];
+            List<Run> atStep = runs.stream().filter(r -> r.stepMs() == step).toList();
+            boundPerStep[k] = median(atStep, Run::boundS);
+            for (String loader : loaders) {
+                List<Run> g = atStep.stream().filter(r -> r.loader().equals(loader)).toList();
+                if (g.isEmpty()) {
+                    continue;
+                }
+                rows.add(
+                        new Row(
+                                step,
+                                loader,
+                                g.size(),
+                                median(g, Run::wallS),
+                                g.stream().mapToDouble(Run::wallS).min().orElseThrow(),
+                                g.stream().mapToDouble(Run::wallS).max().orElseThrow(),
+                                median(g, r -> 100 * r.busyFraction()),
+                                median(g, r -> 100.0 * r.slow() / Math.max(1, r.delivered())),
+                                median(g, Run::boundS),
+                                median(g, r -> r.boundS() != 0 ? r.wallS() / r.boundS() : 0)));
+            }
+        }
+    }
+
+    /**
+     * Reads {@code bench.json}; a missing, unreadable or malformed file, or a run without a field
+     * the plots need, gets one line naming the file and the problem.
+     */
+    public static List<Run> read(Path file) throws BadInputException {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new BadInputException(file, "no such file (scripts/bench writes it)");
+        } catch (CharacterCodingException e) {
+            throw new BadInputException(file, "not UTF-8 text");
+        } catch (IOException e) {
+            throw new BadInputException(file, "cannot read it: " + e.getMessage());
+        }
+        Object root;
+        try {
+            root = JsonParser.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new BadInputException(file, "malformed JSON: " + e.getMessage());
+        }
+        if (!(root instanceof List<?> array)) {
+            throw new BadInputException(file, "expected an array of run reports");
+        }
+        if (array.isEmpty()) {
+            throw new BadInputException(file, "no runs in the array");
+        }
+        List<Run> runs = new ArrayList<>();
+        for (int k = 0; k < array.size(); k++) {
+            try {
+                runs.add(run(array.get(k)));
+            } catch (IllegalArgumentException e) {
+                throw new BadInputException(file, "run " + k + ": " + e.getMessage());
+            }
+        }
+        return runs;
+    }
+
+    private static Run run(Object value) {
+        if (!(value instanceof Map<?, ?> m)) {
+            throw new IllegalArgumentException("not an object");
+        }
+        double rep = number(m, "rep");
+        if (rep != Math.rint(rep)) {
+            throw new IllegalArgumentException("\"rep\" is not a whole number: " + rep);
+        }
+        double step = number(m, "simulated_step_ms");
+        double wall = number(m, "wall_s");
+        double bound = number(m, "bound_s");
+        if (step < 0 || wall < 0 || bound < 0) {
+            throw new IllegalArgumentException(
+                    "negative \"simulated_step_ms\", \"wall_s\" or \"bound_s\"");
+        }
+        return new Run(
+                text(m, "loader"),
+                step,
+                (int) rep,
+                wall,
+                number(m, "accelerator.busy_fraction"),
+                bound,
+                (long) number(m, "samples.slow"),
+                (long) number(m, "samples.delivered"));
+    }
+
+    /** The value at a dotted path of keys through nested objects. */
+    private static Object at(Map<?, ?> m, String path) {
+        Object v = m;
+        for (String key : path.split("\\.")) {
+            if (!(v instanceof Map<?, ?> o) || !o.containsKey(key)) {
+                throw new IllegalArgumentException("\"" + path + "\" is missing");
+            }
+            v = o.get(key);
+        }
+        return v;
+    }
+
+    private static double number(Map<?, ?> m, String path) {
+        if (!(at(m, path) instanceof Double d)) {
+            throw new IllegalArgumentException("\"" + path + "\" is not a number");
+        }
+        return d;
+    }
+
+    private static String text(Map<?, ?> m, String path) {
+        if (!(at(m, path) instanceof String s)) {
+            throw new IllegalArgumentException("\"" + path + "\" is not a string");
+        }
+        return s;
+    }
+
+    private static <T> double median(List<T> items, ToDoubleFunction<T> f) {
+        double[] v = items.stream().mapToDouble(f).sorted().toArray();
+        int n = v.length;
+        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+
+    public List<String> loaders() {
+        return loaders;
+    }
+
+    public List<Row> rows() {
+        return List.copyOf(rows);
+    }
+
+    /** Loader {@code index}'s colour in the plots. */
+    static Color colour(int index) {
+        if (index < PALETTE.length) {
+            return new Color(PALETTE[index]);
+        }
+        return Color.getHSBColor((float) ((index * 0.618034) % 1.0), 0.75f, 0.8f);
+    }
+
+    /** The table of medians {@code scripts/bench} prints. */
+    public String table() {
+        StringBuilder b = new StringBuilder();
+        b.append("medians of ").append(runCount()).append(" run(s)\n");
+        b.append(
+                String.format(
+                        Locale.ROOT,
+                        "%7s %8s %8s %12s %7s %7s %8s %10s%n",
+                        "step ms",
+                        "loader",
+                        "wall s",
+                        "(min-max)",
+                        "busy %",
+                        "slow %",
+                        "bound s",
+                        "wall/bound"));
+        for (Row r : rows) {
+            b.append(
+                    String.format(
+                            Locale.ROOT,
+                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f%n",
+                            r.stepMs(),
+                            r.loader(),
+                            r.wallS(),
+                            String.format(Locale.ROOT, "%.2f-%.2f", r.wallMin(), r.wallMax()),
+                            r.busyPercent(),
+                            r.slowPercent(),
+                            r.boundS(),
+                            r.wallOverBound()));
+        }
+        return b.toString();
+    }
+
+    /** Runs per row: "3", or "2-3" when some rows have fewer. */
+    private String runCount() {
+        int fewest = rows.stream().mapToInt(Row::runs).min().orElseThrow();
+        int most = rows.stream().mapToInt(Row::runs).max().orElseThrow();
+        return fewest == most ? "" + most : fewest + "-" + most;
+    }
+
+    /** One series per loader of a row's value, with the whiskers {@code low}-{@code high}. */
+    private List<LineChart.Series> perLoader(
+            ToDoubleFunction<Row> y, ToDoubleFunction<Row> low, ToDoubleFunction<Row> high) {
+        List<LineChart.Series> series = new ArrayList<>();
+        for (int l = 0; l < loaders.size(); l++) {
+            String loader = loaders.get(l);
+            List<Row> mine = rows.stream().filter(r -> r.loader().equals(loader)).toList();
+            series.add(
+                    new LineChart.Series(
+                            loader,
+                            colour(l),
+                            values(mine, Row::stepMs),
+                            values(mine, y),
+                            low == null ? null : values(mine, low),
+                            high == null ? null : values(mine, high),
+                            false));
+        }
+        return series;
+    }
+
+    private static double[] values(List<Row> rows, ToDoubleFunction<Row> f) {
+        return rows.stream().mapToDouble(f).toArray();
+    }
+
+    /** Median wall time per loader and step time, min-max whiskers, the median bound dashed. */
+    LineChart wallChart() {
+        List<LineChart.Series> series = perLoader(Row::wallS, Row::wallMin, Row::wallMax);
+        series.add(
+                new LineChart.Series(
+                        "bound (median)",
+                        BOUND_COLOUR,
+                        steps.clone(),
+                        boundPerStep.clone(),
+                        null,
+                        null,
+                        true));
+        return new LineChart(
+                "Wall time against simulated accelerator step",
+                "median of "
+                        + runCount()
+                        + " run(s) per point, whiskers min-max; dashed: bound_s, which no loader can beat",
+                "simulated accelerator step (ms)",
+                "wall time (s)",
+                series,
+                0);
+    }
+
+    /** Median accelerator busy % per loader and step time. */
+    LineChart busyChart() {
+        return new LineChart(
+                "Accelerator busy against simulated accelerator step",
+                "median of "
+                        + runCount()
+                        + " run(s) per point; busy = time in training steps / (devices x wall time)",
+                "simulated accelerator step (ms)",
+                "accelerator busy (%)",
+                perLoader(Row::busyPercent, null, null),
+                100);
+    }
+
+    /**
+     * Whether {@code e} is how Java 2D fails on a machine without fonts: "No physical fonts found",
+     * or "Fontconfig head is null" inside an InternalError, depending on what is missing.
+     */
+    private static boolean aboutFonts(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            String m = t.getMessage();
+            if (m != null && m.toLowerCase(Locale.ROOT).contains("font")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Writes {@link #FILES} into {@code dir} (created if missing); returns their paths. Text needs
+     * a font: without one (no fontconfig fonts) this fails with an IOException saying what to
+     * install.
+     */
+    public List<Path> write(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        List<Path> written = new ArrayList<>();
+        LineChart[] charts = {wallChart(), busyChart()};
+        for (int k = 0; k < charts.length; k++) {
+            Path file = dir.resolve(FILES.get(k));
+            BufferedImage image;
+            try {
+                image = charts[k].render();
+            } catch (Error | RuntimeException e) {
+                if (aboutFonts(e)) {
+                    // Suppressed, not the cause: the last line printed is this one.
+                    IOException io =
+                            new IOException(
+                                    "Java 2D found no fonts for the plots' text; install"
+                                            + " fontconfig and a font (Debian: apt-get install"
+                                            + " fontconfig fonts-dejavu-core)");
+                    io.addSuppressed(e);
+                    throw io;
+                }
+                throw e;
+            }
+            if (!ImageIO.write(image, "png", file.toFile())) {
+                throw new IOException(file + ": no PNG writer in this JVM");
+            }
+            written.add(file);
+        }
+        return written;
+    }
+}
