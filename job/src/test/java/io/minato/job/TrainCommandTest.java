@@ -143,7 +143,7 @@ class TrainCommandTest {
     @Test
     void shouldTrainTwoCpuReplicasInLockstepAndKeepOneModel() throws Exception {
         Path cases = out.resolve("cases");
-        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(cases);
+        KitsLikeGenerator.builder().optCases(8).optScale(0.25).optSeed(4).build().generate(cases);
         Path report = out.resolve("dp.json");
         MainTest.Run run =
                 run(
@@ -155,7 +155,7 @@ class TrainCommandTest {
                         "--eval-cases",
                         "1",
                         "--epochs",
-                        "2",
+                        "1",
                         "--devices",
                         "cpu:2",
                         "--weight-decay",
@@ -177,10 +177,12 @@ class TrainCommandTest {
                 .content()
                 .contains(
                         "\"devices\": 2",
-                        // 8 samples in batches of 2 on 2 devices: 2 global steps.
+                        // 7 training cases, 1 epoch, batches of 2: device 0 gets 4 samples (2
+                        // batches), device 1 gets 3 (1 batch, 1 dropped); device 1 joins the
+                        // second global step with no samples.
                         "\"steps\": 2",
-                        "\"delivered\": 8",
-                        "\"dropped\": 0",
+                        "\"delivered\": 6",
+                        "\"dropped\": 1",
                         "\"optimizer\": {\"name\": \"sgd\", \"learning_rate\": 0.1,"
                                 + " \"momentum\": 0.9, \"weight_decay\": 0.001, \"nesterov\":"
                                 + " true, \"warmup_steps\": 1, \"warmup_start_lr\": 0.0,"
