@@ -34,10 +34,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -76,9 +72,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient BlockingQueue<Object> handover; // Batch, or END, or a Throwable
     private transient long emitted; // batches emitted
     private transient long firstBatch; // batch number of the first batch of this (re)start
-    private transient List<SampleTask> restored;
-    private transient ListState<SampleTask> pendingState;
-    private transient ListState<Long> nextBatchState;
+    private transient GlobalBatchState state;
     private transient Counter batchesMetric;
     private transient Counter samplesDropped;
 
@@ -105,36 +99,19 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        var store = context.getOperatorStateStore();
-        pendingState =
-                store.getListState(
-                        new ListStateDescriptor<>("pending", TypeInformation.of(SampleTask.class)));
-        nextBatchState = store.getListState(new ListStateDescriptor<>("nextBatch", Types.LONG));
-        restored = new ArrayList<>();
-        firstBatch = 0;
-        if (context.isRestored()) {
-            for (SampleTask t : pendingState.get()) {
-                restored.add(t);
-            }
-            for (Long n : nextBatchState.get()) {
-                firstBatch = Math.max(firstBatch, n);
-            }
-        }
+        state = new GlobalBatchState(context, "pending");
+        firstBatch = state.restoredNextBatch();
     }
 
     @Override
     public void open() throws Exception {
         super.open();
-        int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
-        if (parallelism != 1) {
-            throw new IllegalStateException(
-                    "the DJL loader numbers batches globally and must run at parallelism 1, not "
-                            + parallelism);
-        }
+        GlobalBatchState.requireOneSubtask(
+                getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), "DJL loader", "");
         batchesMetric = getMetricGroup().counter("batches");
         samplesDropped = getMetricGroup().counter("samplesDropped");
         feed = new Feed(batchSize);
-        restored.forEach(feed::add);
+        state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
         executor =
                 Executors.newFixedThreadPool(
@@ -183,8 +160,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
-        pendingState.update(feed.remainder());
-        nextBatchState.update(List.of(firstBatch + emitted));
+        state.update(feed.remainder(), firstBatch + emitted);
     }
 
     @Override
@@ -223,8 +199,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
         long k = firstBatch + emitted++;
         Batch b = (Batch) ready;
-        output.collect(
-                new StreamRecord<>(new Batch((int) (k % devices), k / devices, b.samples())));
+        output.collect(new StreamRecord<>(GlobalBatchState.toDevice(k, devices, b.samples())));
         batchesMetric.inc();
     }
 

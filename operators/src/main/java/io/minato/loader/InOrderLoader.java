@@ -18,10 +18,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.apache.flink.api.common.state.ListState;
-import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
-import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -60,8 +56,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     private transient ArrayDeque<InFlight> inFlight;
     private transient List<SampleTask> grouping;
     private transient long nextBatch;
-    private transient ListState<SampleTask> groupingState;
-    private transient ListState<Long> nextBatchState;
+    private transient GlobalBatchState state;
 
     private transient Counter batches;
     private transient Counter samplesDropped;
@@ -90,35 +85,18 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        var store = context.getOperatorStateStore();
-        groupingState =
-                store.getListState(
-                        new ListStateDescriptor<>(
-                                "grouping", TypeInformation.of(SampleTask.class)));
-        nextBatchState = store.getListState(new ListStateDescriptor<>("nextBatch", Types.LONG));
-        grouping = new ArrayList<>();
-        nextBatch = 0;
-        if (context.isRestored()) {
-            for (SampleTask t : groupingState.get()) {
-                grouping.add(t);
-            }
-            for (Long n : nextBatchState.get()) {
-                nextBatch = Math.max(nextBatch, n);
-            }
-        }
+        state = new GlobalBatchState(context, "grouping");
+        grouping = new ArrayList<>(state.restoredTasks());
+        nextBatch = state.restoredNextBatch();
     }
 
     @Override
     public void open() throws Exception {
         super.open();
-        int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
-        if (parallelism != 1) {
-            throw new IllegalStateException(
-                    "the in-order loader numbers batches globally and must run at parallelism 1,"
-                            + " not "
-                            + parallelism
-                            + "; use more workers instead");
-        }
+        GlobalBatchState.requireOneSubtask(
+                getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(),
+                "in-order loader",
+                "; use more workers instead");
         inFlight = new ArrayDeque<>();
         pool = new ExecutorService[workers];
         for (int w = 0; w < workers; w++) {
@@ -173,8 +151,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
             throw new IllegalStateException(
                     "snapshot with " + inFlight.size() + " batches in flight; no barrier drain");
         }
-        groupingState.update(grouping);
-        nextBatchState.update(List.of(nextBatch));
+        state.update(grouping, nextBatch);
     }
 
     @Override
@@ -229,7 +206,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         inFlight.removeFirst();
         outstanding = inFlight.size();
         long k = head.number();
-        output.collect(new StreamRecord<>(new Batch((int) (k % devices), k / devices, samples)));
+        output.collect(new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples)));
         batches.inc();
     }
 
