@@ -366,15 +366,24 @@ public final class ReplicaGroup {
         }
         long total = 0;
         int length = -1;
+        int contributors = 0;
+        float[] only = null;
         for (int r = 0; r < size; r++) {
             total += samples[r];
             if (posted[r] != null) {
                 length = posted[r].length;
+                contributors++;
+                only = posted[r];
             }
         }
         if (total == 0) {
             done = true;
             result = null;
+        } else if (contributors == 1) {
+            // One device alone (one device in all, or the others out of data): its gradient is
+            // the average; no pass over it.
+            result = only;
+            published++;
         } else {
             // Fixed order of replicas: every run sums the same way.
             float[] average = new float[length];
