@@ -21,9 +21,9 @@ minato_build_if_needed() {
     mkdir -p "$root/target"
     # The build's output goes to a log, shown only when the build fails.
     if ! (cd "$root" && mvn -B -ntp install -DskipTests \
-      && mvn -B -ntp -pl job dependency:build-classpath -Dmdep.includeScope=compile \
+      && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=compile \
         -Dmdep.outputFile=target/cp-compile.txt \
-      && mvn -B -ntp -pl job dependency:build-classpath -Dmdep.includeScope=runtime \
+      && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=runtime \
         -Dmdep.outputFile=target/cp-runtime.txt) > "$root/target/build.log" 2>&1; then
       tail -n 40 "$root/target/build.log" >&2
       echo "error: the build failed; the whole log is in target/build.log" >&2
@@ -49,25 +49,14 @@ minato_jvm_options() {
 }
 
 # The classpath of a cluster started by scripts/cluster, as a Flink distribution's lib/ would
-# hold it: Flink's jars, plus DJL and JavaCPP (and what they need). Native
-# libraries load once per JVM, so those two must come from the cluster's classpath, parent-first
-# (see scripts/cluster), not from each job's class loader. The job and picocli come with
-# job/target/minato-job.jar. Cached in target/cluster/ until the next build.
+# hold it: Flink's jars, plus DJL and JavaCPP (and what they need); the build's compile-scope
+# classpath without the job and picocli, which come with job/target/minato-job.jar. Native
+# libraries load once per JVM, so DJL and JavaCPP must come from the cluster's classpath,
+# parent-first (see flink-conf/config.yaml), not from each job's class loader.
 minato_cluster_classpath() {
-  local root cache
+  local root
   root="$(minato_root)"
-  cache="$root/target/cluster/classpath.txt"
-  if [ ! -f "$cache" ] || [ "$root/job/target/run-classpath.txt" -nt "$cache" ]; then
-    mkdir -p "$root/target/cluster"
-    # Compile scope: the job's dependencies and the Flink jars it leaves to the cluster.
-    if ! (cd "$root" && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=compile \
-        -Dmdep.outputFile="$root/target/cluster/compile.txt") > "$root/target/cluster/build.log" 2>&1
-    then
-      tail -n 20 "$root/target/cluster/build.log" >&2
-      return 1
-    fi
-    tr ':' '\n' < "$root/target/cluster/compile.txt" \
-      | grep -v -e '^$' -e '/io/minato/' -e '/info/picocli/' | paste -sd: - > "$cache"
-  fi
-  cat "$cache"
+  tr ':' '\n' < "$root/job/target/cp-compile.txt" \
+    | grep -v -e '^$' -e '/io/minato/' -e '/info/picocli/' -e '/operators/target/' \
+      -e '/sink-trainer/target/' | paste -sd: -
 }
