@@ -48,15 +48,7 @@ public final class CaseCheck {
     public static CaseInfo check(CaseFiles c, Shape3 patch) throws BadInputException {
         Volume v = open(c);
         Shape3 s = v.shape();
-        if (patch != null && (s.d() < patch.d() || s.h() < patch.h() || s.w() < patch.w())) {
-            throw new BadInputException(
-                    c.image(),
-                    "volume "
-                            + s
-                            + " is smaller than the patch "
-                            + patch
-                            + "; use a smaller --patch");
-        }
+        checkFitsPatch(c, s, patch);
         FloatBuffer image = v.image();
         for (int i = 0, n = image.limit(); i < n; i++) {
             float f = image.get(i);
@@ -90,6 +82,20 @@ public final class CaseCheck {
                     c.label(), "label volume has no foreground (no kidney or tumour voxel)");
         }
         return new CaseInfo(c, s, counts[1], counts[2]);
+    }
+
+    /** A training case must hold at least one whole patch; null accepts any size. */
+    public static void checkFitsPatch(CaseFiles c, Shape3 s, Shape3 patch)
+            throws BadInputException {
+        if (patch != null && (s.d() < patch.d() || s.h() < patch.h() || s.w() < patch.w())) {
+            throw new BadInputException(
+                    c.image(),
+                    "volume "
+                            + s
+                            + " is smaller than the patch "
+                            + patch
+                            + "; use a smaller --patch");
+        }
     }
 
     private static Shape3 checkHeaders(CaseFiles c, NpyHeader x, NpyHeader y)

@@ -52,6 +52,7 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
         var metrics = getRuntimeContext().getMetricGroup();
         finalTimeoutMs = new DoubleMaximum();
         getRuntimeContext().addAccumulator(TIMEOUT_MS, finalTimeoutMs);
+        CacheMetrics.register(getRuntimeContext(), metrics, cases);
         fast = metrics.counter("samplesFast");
         slow = metrics.counter("samplesSlow");
         metrics.gauge(

@@ -1,6 +1,7 @@
 package io.minato.loader;
 
 import io.minato.data.BadInputException;
+import io.minato.data.CaseCache;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
 import io.minato.transform.Volume;
@@ -12,7 +13,8 @@ import java.util.Map;
 
 /**
  * The training cases as the operators see them: file names by case index (serializable, shipped
- * with the job graph), opened lazily and kept mapped in a small per-operator cache.
+ * with the job graph), opened lazily and kept mapped in a small per-operator cache, each with its
+ * {@link CaseCache} memo so that what depends on a case's files alone is computed once.
  */
 public final class CaseTable implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -21,9 +23,17 @@ public final class CaseTable implements Serializable {
     private final String[] names;
     private final String[] images;
     private final String[] labels;
+    private final CaseCache cache;
     private transient Map<Integer, Volume> open;
+    private transient CaseCache.Counters counters;
 
+    /** Cases that remember nothing between samples (tests, and {@code --no-case-cache}). */
     public CaseTable(List<CaseFiles> cases) {
+        this(cases, CaseCache.disabled());
+    }
+
+    public CaseTable(List<CaseFiles> cases, CaseCache cache) {
+        this.cache = cache;
         int n = cases.size();
         names = new String[n];
         images = new String[n];
@@ -60,9 +70,22 @@ public final class CaseTable implements Serializable {
         }
         Volume v = open.get(caseIndex);
         if (v == null) {
-            v = CaseCheck.open(files(caseIndex));
+            CaseFiles f = files(caseIndex);
+            v = CaseCheck.open(f).withMemo(cache.memo(f, counters()));
             open.put(caseIndex, v);
         }
         return v;
+    }
+
+    public CaseCache cache() {
+        return cache;
+    }
+
+    /** This table's (this operator's) lookups of remembered per-case results. */
+    public synchronized CaseCache.Counters counters() {
+        if (counters == null) {
+            counters = new CaseCache.Counters();
+        }
+        return counters;
     }
 }

@@ -110,6 +110,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), "DJL loader", "");
         batchesMetric = getMetricGroup().counter("batches");
         samplesDropped = getMetricGroup().counter("samplesDropped");
+        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), cases);
         feed = new Feed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);

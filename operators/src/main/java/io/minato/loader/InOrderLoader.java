@@ -113,6 +113,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         batches = metrics.counter("batches");
         samplesDropped = metrics.counter("samplesDropped");
         metrics.gauge("outstanding", () -> outstanding);
+        CacheMetrics.register(getRuntimeContext(), metrics, cases);
     }
 
     @Override

@@ -31,6 +31,7 @@ public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> 
     @Override
     public void open(OpenContext openContext) {
         finished = getRuntimeContext().getMetricGroup().counter("samplesFinished");
+        CacheMetrics.register(getRuntimeContext(), getRuntimeContext().getMetricGroup(), cases);
     }
 
     @Override

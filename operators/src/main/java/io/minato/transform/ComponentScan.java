@@ -150,11 +150,11 @@ public final class ComponentScan {
         out.writeInt(nextZ);
         out.writeInt(closed.size());
         for (Component c : closed) {
-            writeComponent(out, c);
+            c.writeTo(out);
         }
         out.writeInt(open.size);
         for (int id = 1; id <= open.size; id++) {
-            writeComponent(out, open.toComponent(id));
+            open.toComponent(id).writeTo(out);
         }
         // The boundary slice is mostly background: run-length encode it.
         int i = 0;
@@ -176,11 +176,11 @@ public final class ComponentScan {
         scan.nextZ = in.readInt();
         int closedCount = in.readInt();
         for (int k = 0; k < closedCount; k++) {
-            scan.closed.add(readComponent(in));
+            scan.closed.add(Component.readFrom(in));
         }
         int openCount = in.readInt();
         for (int k = 0; k < openCount; k++) {
-            scan.open.addComponent(readComponent(in));
+            scan.open.addComponent(Component.readFrom(in));
         }
         int i = 0;
         while (i < scan.boundary.length) {
@@ -193,31 +193,6 @@ public final class ComponentScan {
             i += run;
         }
         return scan;
-    }
-
-    private static void writeComponent(DataOutput out, Component c) throws IOException {
-        out.writeByte(c.cls());
-        out.writeInt(c.z0());
-        out.writeInt(c.z1());
-        out.writeInt(c.y0());
-        out.writeInt(c.y1());
-        out.writeInt(c.x0());
-        out.writeInt(c.x1());
-        out.writeLong(c.voxels());
-        out.writeLong(c.firstVoxel());
-    }
-
-    private static Component readComponent(DataInput in) throws IOException {
-        return new Component(
-                in.readUnsignedByte(),
-                in.readInt(),
-                in.readInt(),
-                in.readInt(),
-                in.readInt(),
-                in.readInt(),
-                in.readInt(),
-                in.readLong(),
-                in.readLong());
     }
 
     /** Provisional component ids with union-find and per-id statistics; index 0 is unused. */

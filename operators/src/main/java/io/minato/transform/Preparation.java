@@ -18,9 +18,14 @@ import java.util.TreeSet;
  *
  * <p>{@link #advance} runs one short step. Between steps the whole state is this object, which
  * {@link #writeTo} serializes compactly: before the crop it holds only the sample key and, for a
- * foreground crop, the connected-component scan state; after it, the patch. A preparation may stop
- * after any step and resume on another thread or operator with the bit-identical final result,
- * because every random choice comes from a {@link SampleRandom} stream keyed by the sample.
+ * foreground crop, the connected-component scan state or its result; after it, the patch. A
+ * preparation may stop after any step and resume on another thread or operator with the
+ * bit-identical final result, because every random choice comes from a {@link SampleRandom} stream
+ * keyed by the sample.
+ *
+ * <p>The scan's result depends on the label file alone, so it is asked of the volume's {@link
+ * CaseMemo} first and handed to it once complete: a case is scanned once, not once per foreground
+ * sample. Whether the components were remembered or scanned, the sample is the same bytes.
  */
 public final class Preparation {
 
@@ -28,7 +33,10 @@ public final class Preparation {
     public enum Step {
         /** Draws the crop branch: foreground-centred (oversampling) or uniform. */
         START(Transform.CROP),
-        /** Labels connected components, one slab of slices per call. */
+        /**
+         * Labels connected components, one slab of slices per call; skipped when the case's memo
+         * knows them.
+         */
         SCAN(Transform.CROP),
         /** Picks the class, component and window of a foreground crop. */
         PICK(Transform.CROP),
@@ -78,6 +86,10 @@ public final class Preparation {
 
     private boolean foreground;
     private ComponentScan scan;
+
+    /** The case's foreground components, between the end of the scan (or the memo) and PICK. */
+    private List<Component> components;
+
     private Patch patch;
 
     /** The next slice of the patch for the sliced steps CROP and NOISE. */
@@ -152,8 +164,13 @@ public final class Preparation {
         SampleRandom random = SampleRandom.of(key, SampleRandom.Stream.CROP_BRANCH, 0);
         foreground = random.nextDouble() < config.oversampling();
         if (foreground) {
-            scan = new ComponentScan(volume.shape());
-            step = Step.SCAN;
+            components = volume.memo().foregroundComponents();
+            if (components != null) {
+                step = Step.PICK;
+            } else {
+                scan = new ComponentScan(volume.shape());
+                step = Step.SCAN;
+            }
         } else {
             origin = uniformOrigin(padded(volume.shape(), config.patch()), config.patch(), random);
             step = Step.CROP;
@@ -165,6 +182,9 @@ public final class Preparation {
         int slices = slicesPerStep(s, config);
         scan.scan(volume.label(), Math.min(s.d(), scan.nextSlice() + slices));
         if (scan.isComplete()) {
+            components = scan.components();
+            scan = null;
+            volume.memo().rememberForegroundComponents(components);
             step = Step.PICK;
         }
     }
@@ -174,8 +194,8 @@ public final class Preparation {
         SampleRandom random = SampleRandom.of(key, SampleRandom.Stream.CROP_PICK, 0);
         Shape3 patchShape = config.patch();
         Shape3 paddedShape = padded(volume.shape(), patchShape);
-        List<Component> components = scan.components();
-        scan = null;
+        List<Component> components = this.components;
+        this.components = null;
         TreeSet<Integer> classes = new TreeSet<>();
         for (Component c : components) {
             classes.add(c.cls());
@@ -413,7 +433,7 @@ public final class Preparation {
 
     // ---- serialization: what crosses from a fast worker to the slow path ----
 
-    private static final int FORMAT = 1;
+    private static final int FORMAT = 2;
 
     public void writeTo(DataOutput out) throws IOException {
         out.writeByte(FORMAT);
@@ -431,6 +451,12 @@ public final class Preparation {
         out.writeBoolean(scan != null);
         if (scan != null) {
             scan.writeTo(out);
+        }
+        out.writeInt(components == null ? -1 : components.size());
+        if (components != null) {
+            for (Component c : components) {
+                c.writeTo(out);
+            }
         }
         out.writeInt(sliceCursor);
         out.writeDouble(noiseStd);
@@ -458,6 +484,17 @@ public final class Preparation {
         }
         if (in.readBoolean()) {
             p.scan = ComponentScan.readFrom(in);
+        }
+        int count = in.readInt();
+        if (count < -1) {
+            throw new IOException("corrupt preparation state: " + count + " components");
+        }
+        if (count >= 0) {
+            List<Component> components = new ArrayList<>(Math.min(count, 1024));
+            for (int k = 0; k < count; k++) {
+                components.add(Component.readFrom(in));
+            }
+            p.components = List.copyOf(components);
         }
         p.sliceCursor = in.readInt();
         p.noiseStd = in.readDouble();

@@ -13,8 +13,16 @@ public final class Volume {
     private final Shape3 shape;
     private final FloatBuffer image;
     private final ByteBuffer label;
+    private final CaseMemo memo;
 
     public Volume(String name, Shape3 shape, FloatBuffer image, ByteBuffer label) {
+        this(name, shape, image, label, CaseMemo.NONE);
+    }
+
+    /**
+     * @param memo what preparations may remember about this case (see {@link CaseMemo})
+     */
+    public Volume(String name, Shape3 shape, FloatBuffer image, ByteBuffer label, CaseMemo memo) {
         this.name = Objects.requireNonNull(name);
         this.shape = Objects.requireNonNull(shape);
         if (image.limit() != shape.voxels() || label.limit() != shape.voxels()) {
@@ -31,6 +39,7 @@ public final class Volume {
         }
         this.image = image;
         this.label = label;
+        this.memo = Objects.requireNonNull(memo);
     }
 
     /** For tests and in-memory data. */
@@ -52,5 +61,15 @@ public final class Volume {
 
     public ByteBuffer label() {
         return label;
+    }
+
+    /** What preparations remember about this case. */
+    public CaseMemo memo() {
+        return memo;
+    }
+
+    /** The same volumes with another memo. */
+    public Volume withMemo(CaseMemo m) {
+        return new Volume(name, shape, image, label, m);
     }
 }

@@ -9,6 +9,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -70,6 +71,41 @@ class PreparationTest {
             }
         }
         assertThat(stopsSeen).containsAll(EnumSet.complementOf(EnumSet.of(Preparation.Step.DONE)));
+    }
+
+    @Test
+    void shouldGiveTheSameBytesWhetherTheCaseMemoKnowsTheComponentsOrNot() throws IOException {
+        Volume none = SyntheticVolumes.blobs(VOLUME, 6);
+        Memo memo = new Memo();
+        Volume remembering = none.withMemo(memo);
+        Set<Preparation.Step> stopsSeen = EnumSet.noneOf(Preparation.Step.class);
+        for (int i = 0; i < 40; i++) {
+            SampleKey key = new SampleKey(13, 0, i);
+            Patch expected = Preparation.prepare(key, none, CONFIG);
+            // The first foreground sample scans and hands its result to the memo; the rest skip
+            // the scan. Each is also stopped after every step and resumed from its bytes.
+            int scans = memo.remembered;
+            assertThat(Preparation.prepare(key, remembering, CONFIG).sameContent(expected))
+                    .as("key %s, memo %s", key, scans == 0 ? "cold" : "warm")
+                    .isTrue();
+            int steps = countSteps(key, remembering);
+            for (int stopAfter = 0; stopAfter < steps; stopAfter++) {
+                Preparation p = Preparation.start(key);
+                for (int k = 0; k < stopAfter; k++) {
+                    p.advance(remembering, CONFIG);
+                }
+                stopsSeen.add(p.step());
+                Preparation resumed = roundTrip(p);
+                while (!resumed.isDone()) {
+                    resumed.advance(remembering, CONFIG);
+                }
+                assertThat(resumed.result().sameContent(expected))
+                        .as("key %s resumed after %d of %d steps", key, stopAfter, steps)
+                        .isTrue();
+            }
+        }
+        assertThat(memo.remembered).as("scans handed to the memo").isEqualTo(1);
+        assertThat(stopsSeen).contains(Preparation.Step.PICK).doesNotContain(Preparation.Step.SCAN);
     }
 
     @Test
@@ -278,6 +314,23 @@ class PreparationTest {
         assertThat(p.step()).isEqualTo(Preparation.Step.SCAN);
         assertThat(serialize(p).length)
                 .isLessThan(64 * 64 * 2); // a run-length slice, not 1 MiB of volume
+    }
+
+    /** A memo in memory that counts what it was given. */
+    private static final class Memo implements CaseMemo {
+        volatile List<Component> components;
+        volatile int remembered;
+
+        @Override
+        public List<Component> foregroundComponents() {
+            return components;
+        }
+
+        @Override
+        public void rememberForegroundComponents(List<Component> c) {
+            components = c;
+            remembered++;
+        }
     }
 
     private static int countSteps(SampleKey key, Volume v) {
