@@ -1,7 +1,7 @@
 package io.minato.job;
 
 import io.minato.data.BadInputException;
-import io.minato.data.CaseCheck;
+import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.job.generate.KitsLikeGenerator;
@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.IntStream;
 import picocli.CommandLine.Option;
 
 /**
@@ -63,6 +64,27 @@ public final class DataOptions {
                             + " out and counted as quarantined (skip). Default: ${DEFAULT-VALUE}.")
     public OnBadSample onBadSample = OnBadSample.fail;
 
+    @Option(
+            names = "--case-cache",
+            negatable = true,
+            defaultValue = "true",
+            fallbackValue = "true",
+            description =
+                    "Remember what depends on a case's files alone (the start-up check, the"
+                            + " foreground components of the crop) in memory and on disk, so it is"
+                            + " computed once, not every epoch and run; the samples are the same"
+                            + " bytes either way (default: on).")
+    public boolean caseCache = true;
+
+    @Option(
+            names = "--cache-dir",
+            paramLabel = "DIR",
+            description =
+                    "Where remembered per-case results are kept (default: "
+                            + CaseCache.DEFAULT_DIR_NAME
+                            + " inside the data folder).")
+    public Path cacheDir;
+
     /** What to do with a case that fails its checks. */
     public enum OnBadSample {
         fail,
@@ -90,6 +112,14 @@ public final class DataOptions {
         return patch != null ? patch : demo() ? DEMO_PATCH : TransformConfig.DEFAULT_PATCH;
     }
 
+    /** The per-case cache these options ask for, over the given data folder. */
+    public CaseCache caseCache(Path dataDir) {
+        if (!caseCache) {
+            return CaseCache.disabled();
+        }
+        return cacheDir != null ? CaseCache.at(cacheDir) : CaseCache.forData(dataDir);
+    }
+
     public TransformConfig transformConfig() {
         return TransformConfig.mlperf(patchEdge());
     }
@@ -103,28 +133,50 @@ public final class DataOptions {
         Dataset dataset = Dataset.scan(dir);
         int eval = evalCases != null ? evalCases : Dataset.defaultEvalCases(dataset.size());
         Dataset.Split split = dataset.split(eval);
+        CaseCache cache = caseCache(dir);
+        List<CaseFiles> all = dataset.cases();
+        // The checks read every voxel once (or recall a check of the same files): on all cores,
+        // with the outcomes taken in name order so that the first bad case reported is the same.
+        BadInputException[] problems = new BadInputException[all.size()];
+        IntStream.range(0, all.size())
+                .parallel()
+                .forEach(
+                        i -> {
+                            CaseFiles c = all.get(i);
+                            // Held-out cases may be any size: sliding-window inference pads them.
+                            boolean training = split.train().contains(c);
+                            try {
+                                cache.check(c, training ? transformConfig().patch() : null);
+                            } catch (BadInputException e) {
+                                problems[i] = e;
+                            }
+                        });
         List<CaseFiles> train = new ArrayList<>();
         List<CaseFiles> held = new ArrayList<>();
         int quarantined = 0;
-        for (CaseFiles c : dataset.cases()) {
-            boolean training = split.train().contains(c);
-            try {
-                // Held-out cases may be any size: sliding-window inference pads them.
-                CaseCheck.check(c, training ? transformConfig().patch() : null);
-                (training ? train : held).add(c);
-            } catch (BadInputException e) {
-                if (onBadSample == OnBadSample.fail) {
-                    throw e;
-                }
-                quarantined++;
-                err.println("skipped: " + e.getMessage());
+        for (int i = 0; i < all.size(); i++) {
+            CaseFiles c = all.get(i);
+            if (problems[i] == null) {
+                (split.train().contains(c) ? train : held).add(c);
+                continue;
             }
+            if (onBadSample == OnBadSample.fail) {
+                throw problems[i];
+            }
+            quarantined++;
+            err.println("skipped: " + problems[i].getMessage());
         }
         if (train.isEmpty()) {
             throw new BadInputException(dir, "every training case was skipped as bad input");
         }
         return new Cases(
-                dir, dataset.size(), eval, List.copyOf(train), List.copyOf(held), quarantined);
+                dir,
+                dataset.size(),
+                eval,
+                List.copyOf(train),
+                List.copyOf(held),
+                quarantined,
+                cache);
     }
 
     /** The cases a run trains on. */
@@ -134,5 +186,6 @@ public final class DataOptions {
             int eval,
             List<CaseFiles> train,
             List<CaseFiles> held,
-            int quarantined) {}
+            int quarantined,
+            CaseCache cache) {}
 }

@@ -1,8 +1,10 @@
 package io.minato.job;
 
 import ai.djl.engine.Engine;
+import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.job.report.RunReport;
+import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TimeoutPolicy;
@@ -188,6 +190,10 @@ public final class TrainCommand implements Callable<Integer> {
     @Option(
             names = "--web-ui",
             negatable = true,
+            // Both default and fallback true: picocli then reads --no-web-ui as false (without
+            // them it read the negated form as true, and left the web UI on).
+            defaultValue = "true",
+            fallbackValue = "true",
             description = "Serve the Flink web UI on the embedded run (default: on).")
     boolean webUi = true;
 
@@ -274,7 +280,7 @@ public final class TrainCommand implements Callable<Integer> {
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
-                        new CaseTable(train),
+                        new CaseTable(train, cases.cache()),
                         data.transformConfig(),
                         epochs,
                         data.seed,
@@ -347,7 +353,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 processCpu / 1e9,
                                 timeoutMillis(result, timeoutPolicy),
                                 dice,
-                                optimizer),
+                                optimizer,
+                                cacheCounts(result, cases.cache())),
                         run);
         if (report != null) {
             r.write(report);
@@ -358,6 +365,15 @@ public final class TrainCommand implements Callable<Integer> {
         out.println(r.summaryLine());
         out.flush();
         return 0;
+    }
+
+    private static RunReport.CacheCounts cacheCounts(JobExecutionResult result, CaseCache cache) {
+        if (!cache.enabled()) {
+            return null;
+        }
+        Long hits = result.getAccumulatorResult(CacheMetrics.HITS);
+        Long misses = result.getAccumulatorResult(CacheMetrics.MISSES);
+        return new RunReport.CacheCounts(hits == null ? 0 : hits, misses == null ? 0 : misses);
     }
 
     private Double timeoutMillis(JobExecutionResult result, TimeoutPolicy policy) {

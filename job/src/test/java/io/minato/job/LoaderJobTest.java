@@ -2,14 +2,17 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
 import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
+import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
 import io.minato.trainer.Accelerator;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.SimulatedAccelerator;
@@ -25,9 +28,11 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -61,6 +66,13 @@ class LoaderJobTest {
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
+
+    /** Every trained sample's bytes (CRC32) by "epoch,index", and pairs seen with two values. */
+    private static final Map<String, Long> PATCHES = new ConcurrentHashMap<>();
+
+    private static final Set<String> CHANGED = ConcurrentHashMap.newKeySet();
+
+    private JobExecutionResult lastResult;
 
     @TempDir static Path data;
     static List<CaseFiles> train;
@@ -104,6 +116,63 @@ class LoaderJobTest {
         assertThat(report.delivered()).isEqualTo(train.size() * epochs);
     }
 
+    /**
+     * What a case cache remembers (the foreground components) changes no byte of any sample: with
+     * the cache off, cold and warm (read back from disk, as by a new process), across a failure and
+     * restore, with a 1 ms deadline so that samples cross to the slow path in every state.
+     */
+    @Test
+    void shouldPrepareTheSameBytesWithTheCaseCacheOffColdAndWarmAcrossAFailure(
+            @TempDir Path cacheDir) throws Exception {
+        int epochs = 8;
+        Path runs = run;
+        run = Files.createDirectories(runs.resolve("off"));
+        CaseCache.clearMemory();
+        PATCHES.clear();
+        run(
+                LoaderJob.Loader.minato,
+                epochs,
+                new FailOnceAfterCheckpoints(false),
+                "1",
+                CaseCache.disabled());
+        Map<String, Long> reference = Map.copyOf(PATCHES);
+        assertThat(reference).hasSize(train.size() * epochs);
+        assertThat((Long) lastResult.getAccumulatorResult(CacheMetrics.HITS)).isZero();
+
+        for (String pass : List.of("cold", "warm")) {
+            run = Files.createDirectories(runs.resolve(pass));
+            CaseCache.clearMemory();
+            PATCHES.clear();
+            CHANGED.clear();
+            SNAPSHOTS.set(0);
+            FAILED.set(false);
+            run(
+                    LoaderJob.Loader.minato,
+                    epochs,
+                    new FailOnceAfterCheckpoints(true),
+                    "1",
+                    CaseCache.at(cacheDir));
+            assertThat(FAILED).as("%s: the fault was injected", pass).isTrue();
+            assertThat(CHANGED).as("%s: samples whose bytes changed on a replay", pass).isEmpty();
+            assertThat(PATCHES).as(pass).isEqualTo(reference);
+            long hits = lastResult.getAccumulatorResult(CacheMetrics.HITS);
+            long misses = lastResult.getAccumulatorResult(CacheMetrics.MISSES);
+            if (pass.equals("cold")) {
+                // The accumulators cover the attempt after the restore only, which found the
+                // components in memory; what the cold attempt scanned is on disk.
+                try (var files = Files.list(cacheDir)) {
+                    assertThat(files.filter(f -> f.toString().endsWith(".components")))
+                            .as("cold: cases scanned and remembered on disk")
+                            .isNotEmpty();
+                }
+                assertThat(hits + misses).as("cold: foreground lookups").isPositive();
+            } else {
+                assertThat(misses).as("warm: every case's components come from disk").isZero();
+                assertThat(hits).isPositive();
+            }
+        }
+    }
+
     /** The two in-order baselines: PyTorch DataLoader semantics, and DJL's own loader. */
     @ParameterizedTest(name = "{0}")
     @EnumSource(
@@ -129,11 +198,21 @@ class LoaderJobTest {
     private RunReport run(
             LoaderJob.Loader loader, int epochs, AcceleratorFactory accelerator, String timeout)
             throws Exception {
+        return run(loader, epochs, accelerator, timeout, CaseCache.disabled());
+    }
+
+    private RunReport run(
+            LoaderJob.Loader loader,
+            int epochs,
+            AcceleratorFactory accelerator,
+            String timeout,
+            CaseCache cache)
+            throws Exception {
         TransformConfig transforms = TransformConfig.mlperf(16);
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
-                        new CaseTable(train),
+                        new CaseTable(train, cache),
                         transforms,
                         epochs,
                         SEED,
@@ -154,6 +233,7 @@ class LoaderJobTest {
         new LoaderJob(settings, sink).build(env);
         long start = System.currentTimeMillis();
         JobExecutionResult result = env.execute("LoaderJobTest " + loader);
+        lastResult = result;
         assertThat(result.getNetRuntime()).isPositive();
         TraceFiles.merge(run, run.resolve("trace.csv"));
         return RunReport.build(
@@ -171,6 +251,7 @@ class LoaderJobTest {
                         start,
                         2,
                         1.0,
+                        null,
                         null,
                         null,
                         null),
@@ -218,9 +299,21 @@ class LoaderJobTest {
         return paths;
     }
 
-    /** Device 0 fails once, on a step after two of its checkpoints; steps sleep 25 ms. */
+    /**
+     * Device 0 fails once, on a step after two of its checkpoints (unless told not to); steps sleep
+     * 25 ms. Every trained sample's bytes are recorded in {@link #PATCHES}.
+     */
     static final class FailOnceAfterCheckpoints implements AcceleratorFactory {
         private static final long serialVersionUID = 1L;
+        private final boolean fail;
+
+        FailOnceAfterCheckpoints() {
+            this(true);
+        }
+
+        FailOnceAfterCheckpoints(boolean fail) {
+            this.fail = fail;
+        }
 
         @Override
         public Accelerator create(int device, int devices) {
@@ -229,8 +322,27 @@ class LoaderJobTest {
 
                 @Override
                 public StepResult train(Batch batch) throws Exception {
-                    if (device == 0 && SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
+                    if (fail
+                            && device == 0
+                            && SNAPSHOTS.get() >= 2
+                            && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
+                    }
+                    for (PreparedSample s : batch.samples()) {
+                        CRC32 crc = new CRC32();
+                        for (float f : s.patch().image()) {
+                            int bits = Float.floatToRawIntBits(f);
+                            crc.update(bits >>> 24);
+                            crc.update(bits >>> 16);
+                            crc.update(bits >>> 8);
+                            crc.update(bits);
+                        }
+                        crc.update(s.patch().label());
+                        String pair = s.task().epoch() + "," + s.task().index();
+                        Long before = PATCHES.put(pair, crc.getValue());
+                        if (before != null && before != crc.getValue()) {
+                            CHANGED.add(pair);
+                        }
                     }
                     return step.train(batch);
                 }

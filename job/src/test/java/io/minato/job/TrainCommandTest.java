@@ -47,9 +47,16 @@ class TrainCommandTest {
                         "--report",
                         report.toString(),
                         "--trace",
-                        trace.toString());
+                        trace.toString(),
+                        "--cache-dir",
+                        out.resolve("cache").toString());
         assertThat(run.status()).as(run.err()).isZero();
         assertThat(run.out()).contains("minato: ").contains("8 samples").contains("0 dropped");
+        try (var entries = Files.list(out.resolve("cache"))) {
+            assertThat(entries.map(f -> f.getFileName().toString()))
+                    .as("the start-up check of every case, remembered")
+                    .contains("case_00000.check", "case_00001.check", "case_00005.check");
+        }
         String json = Files.readString(report);
         for (String field :
                 List.of(
@@ -80,6 +87,7 @@ class TrainCommandTest {
                         "\"process_cpu_s\": ",
                         "\"bound_s\": ",
                         "\"timeout_ms\": ",
+                        "\"case_cache\": {\"hits\": ",
                         "\"loss\": null",
                         "\"dice\": null")) {
             assertThat(json).contains(field);
@@ -89,6 +97,52 @@ class TrainCommandTest {
         assertThat(lines).hasSize(1 + 8);
         assertThat(lines.subList(1, 9))
                 .allMatch(l -> l.matches("[01],[0-3],[0-3],[01],[01],(fast|slow)"));
+    }
+
+    @Test
+    void shouldRememberNothingWithNoCaseCache() throws Exception {
+        Path report = out.resolve("report.json");
+        Path cache = out.resolve("cache");
+        MainTest.Run run =
+                run(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "8",
+                        "--eval-cases",
+                        "2",
+                        "--epochs",
+                        "1",
+                        "--accelerator",
+                        "simulated:1",
+                        "--no-web-ui",
+                        "--run-dir",
+                        out.resolve("run").toString(),
+                        "--report",
+                        report.toString(),
+                        "--cache-dir",
+                        cache.toString(),
+                        "--no-case-cache");
+        assertThat(run.status()).as(run.err()).isZero();
+        assertThat(Files.readString(report)).contains("\"case_cache\": null");
+        assertThat(cache).doesNotExist();
+    }
+
+    @Test
+    void shouldReadBothSpellingsOfTheNegatableFlags() {
+        TrainCommand plain = new TrainCommand();
+        new picocli.CommandLine(plain).parseArgs();
+        assertThat(plain.webUi).isTrue();
+        assertThat(plain.data.caseCache).isTrue();
+        TrainCommand negated = new TrainCommand();
+        new picocli.CommandLine(negated).parseArgs("--no-web-ui", "--no-case-cache");
+        assertThat(negated.webUi).isFalse();
+        assertThat(negated.data.caseCache).isFalse();
+        TrainCommand positive = new TrainCommand();
+        new picocli.CommandLine(positive).parseArgs("--web-ui", "--case-cache");
+        assertThat(positive.webUi).isTrue();
+        assertThat(positive.data.caseCache).isTrue();
     }
 
     @Test

@@ -22,6 +22,9 @@ import java.util.Locale;
  * readings: {@code devices} that had readings, {@code utilization_mean_percent} the mean of their
  * mean utilisations (null when NVML reported none), {@code memory_peak_bytes} the largest peak and
  * {@code memory_total_bytes} the largest GPU's memory; null when no device had a reading (no GPU).
+ * {@code "case_cache"} (after {@code "prep_ms"}) counts the preparations' lookups of remembered
+ * per-case results: {@code hits}, {@code misses} (each miss scanned the case); null when the cache
+ * was off.
  */
 public final class RunReport {
 
@@ -42,7 +45,11 @@ public final class RunReport {
             double processCpuSeconds,
             Double timeoutMs,
             Evaluation.Dice dice,
-            DjlAccelerator.Settings optimizer) {}
+            DjlAccelerator.Settings optimizer,
+            CacheCounts caseCache) {}
+
+    /** Lookups of remembered per-case results over the whole job; null in the inputs: cache off. */
+    public record CacheCounts(long hits, long misses) {}
 
     private final Inputs in;
     private final String acceleratorKind;
@@ -191,6 +198,13 @@ public final class RunReport {
         b.append(", \"p99\": ").append(DeviceSummary.Json.number(prepMs.p99()));
         b.append(", \"max\": ").append(DeviceSummary.Json.number(prepMs.max()));
         b.append(", \"sum\": ").append(DeviceSummary.Json.number(prepMs.sum())).append("},\n");
+        CacheCounts cc = in.caseCache();
+        b.append("  \"case_cache\": ")
+                .append(
+                        cc == null
+                                ? "null"
+                                : "{\"hits\": " + cc.hits() + ", \"misses\": " + cc.misses() + "}")
+                .append(",\n");
         b.append("  \"cpu\": {\"cores\": ").append(in.cores());
         b.append(", \"process_cpu_s\": ")
                 .append(DeviceSummary.Json.number(in.processCpuSeconds()))

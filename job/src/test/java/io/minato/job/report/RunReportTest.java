@@ -112,6 +112,7 @@ class RunReportTest {
                         1.0,
                         null,
                         null,
+                        null,
                         null),
                 run);
     }
