@@ -15,6 +15,7 @@ import ai.djl.training.Trainer;
 import ai.djl.util.Pair;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.unet.DiceCeLoss;
 import io.minato.trainer.unet.Unet3d;
@@ -141,7 +142,8 @@ public final class DjlAccelerator implements Accelerator {
     /**
      * Creates the trainer of each device.
      *
-     * @param devices DJL device names per device index ("cpu", "gpu:1"); empty: all on the CPU
+     * @param devices device names per device index ("cpu", "gpu:1" or "gpu1"); empty: all on the
+     *     CPU
      */
     public record Factory(Settings settings, List<String> devices) implements AcceleratorFactory {
         public Factory {
@@ -154,9 +156,12 @@ public final class DjlAccelerator implements Accelerator {
 
         @Override
         public Accelerator create(int device, int count) {
-            return new DjlAccelerator(
-                    settings,
-                    devices.isEmpty() ? Device.cpu() : Device.fromName(devices.get(device)));
+            return new DjlAccelerator(settings, device(device));
+        }
+
+        /** The DJL device of replica {@code device}. */
+        public Device device(int device) {
+            return devices.isEmpty() ? Device.cpu() : DeviceSpec.djlDevice(devices.get(device));
         }
     }
 

@@ -25,6 +25,17 @@ class DjlAcceleratorTest {
     private static final DjlAccelerator.Settings SETTINGS =
             new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3);
 
+    /** The train command names GPU replicas gpu:N; DJL's own Device.fromName refuses that. */
+    @Test
+    void shouldPlaceEachReplicaOnTheDeviceTheTrainCommandNames() {
+        var factory =
+                new DjlAccelerator.Factory(SETTINGS, java.util.List.of("cpu", "gpu:1", "gpu0"));
+        assertThat(factory.device(0)).isEqualTo(ai.djl.Device.cpu());
+        assertThat(factory.device(1)).isEqualTo(ai.djl.Device.gpu(1));
+        assertThat(factory.device(2)).isEqualTo(ai.djl.Device.gpu(0));
+        assertThat(new DjlAccelerator.Factory(SETTINGS).device(5)).isEqualTo(ai.djl.Device.cpu());
+    }
+
     @Test
     void shouldTrainAStepAndCarryItsParametersThroughASnapshot() throws Exception {
         Batch batch = batch();

@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -43,6 +44,8 @@ public final class DeviceSpec {
             "cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs) or gpu:I,J,... (GPU indices)";
 
     private static final Pattern COUNT = Pattern.compile("\\d{1,9}");
+    private static final Pattern GPU_NAME = Pattern.compile("gpu:?(\\d{1,9})");
+    private static final Pattern DJL_GPU_LIST = Pattern.compile("gpu\\d{1,9}(,gpu\\d{1,9})*");
 
     private final String spec;
     private final List<TrainingDevice> devices;
@@ -72,6 +75,10 @@ public final class DeviceSpec {
             return gpus.present() ? allGpus("gpu", gpus) : new DeviceSpec("cpu", cpus(1), "");
         }
         String s = spec.strip().toLowerCase(Locale.ROOT);
+        if (DJL_GPU_LIST.matcher(s).matches()) {
+            // DJL's own spelling, gpu0 or gpu0,gpu1: the same as gpu:0 / gpu:0,1.
+            s = "gpu:" + s.replace("gpu", "");
+        }
         if (s.equals("cpu")) {
             return new DeviceSpec(s, cpus(1), "");
         }
@@ -113,6 +120,25 @@ public final class DeviceSpec {
             return new DeviceSpec(s, chosen, "");
         }
         throw invalid(spec, "unknown device kind");
+    }
+
+    /**
+     * A DJL device from a device name as the job passes it on ({@code cpu}, {@code gpu:N}) or as
+     * DJL spells it ({@code gpuN}). DJL's {@code Device.fromName} refuses {@code gpu:0}.
+     *
+     * @throws IllegalArgumentException naming the device and the accepted forms
+     */
+    public static Device djlDevice(String name) {
+        String s = name.strip().toLowerCase(Locale.ROOT);
+        if (s.equals("cpu")) {
+            return Device.cpu();
+        }
+        Matcher m = GPU_NAME.matcher(s);
+        if (m.matches()) {
+            return Device.gpu(Integer.parseInt(m.group(1)));
+        }
+        throw new IllegalArgumentException(
+                "unknown device name '" + name + "': expected cpu, gpu:N or gpuN");
     }
 
     /** The device DJL should put replica {@code device}'s model and batches on. */

@@ -39,6 +39,25 @@ class DeviceSpecTest {
     }
 
     @Test
+    void shouldAcceptDjlsSpellingOfGpusAsWellAsOurs() {
+        assertThat(parse("gpu1", TWO_GPUS).devices()).containsExactly(gpu(1));
+        assertThat(parse("gpu1,gpu0", TWO_GPUS).devices()).containsExactly(gpu(1), gpu(0));
+        assertThat(parse("GPU:0,1", TWO_GPUS).devices()).containsExactly(gpu(0), gpu(1));
+        assertThat(parse("gpu0", NO_GPU).devices()).containsExactly(cpu(0));
+    }
+
+    /** The names the train command hands the trainers: DJL's Device.fromName refuses gpu:0. */
+    @Test
+    void shouldGiveDjlTheDeviceOfEveryNameTheJobUses() {
+        assertThat(DeviceSpec.djlDevice("gpu:0")).isEqualTo(Device.gpu(0));
+        assertThat(DeviceSpec.djlDevice("gpu3")).isEqualTo(Device.gpu(3));
+        assertThat(DeviceSpec.djlDevice(" cpu ")).isEqualTo(Device.cpu());
+        assertThatThrownBy(() -> DeviceSpec.djlDevice("gpu:x"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("unknown device name 'gpu:x': expected cpu, gpu:N or gpuN");
+    }
+
+    @Test
     void shouldRunNCpuReplicasForCpuN() {
         assertThat(parse("cpu:3", NO_GPU).devices()).containsExactly(cpu(0), cpu(1), cpu(2));
         assertThat(parse(" CPU:2 ", NO_GPU).devices()).containsExactly(cpu(0), cpu(1));
