@@ -6,6 +6,7 @@ import io.minato.data.CaseFiles;
 import io.minato.job.report.RunReport;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
+import io.minato.loader.SampleRecipe;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.trainer.AcceleratorFactory;
@@ -270,17 +271,19 @@ public final class TrainCommand implements Callable<Integer> {
                                 LocalDateTime.now()
                                         .format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
         Files.createDirectories(run);
+        CaseTable caseTable = new CaseTable(train, cases.cache());
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(acceleratorFactory)
                         .optQueueDepth(queueDepth)
                         .optOutputDir(run.toAbsolutePath())
                         .optTraceDir(run.toAbsolutePath())
+                        .optRecipe(new SampleRecipe(caseTable, data.transformConfig()))
                         .build();
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
-                        new CaseTable(train, cases.cache()),
+                        caseTable,
                         data.transformConfig(),
                         epochs,
                         data.seed,

@@ -6,6 +6,7 @@ import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.loader.CaseTable;
+import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.trainer.Accelerator;
@@ -94,6 +95,7 @@ class RealTrainingRecoveryTest {
                                         new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3)))
                         .optOutputDir(run)
                         .optTraceDir(run)
+                        .optRecipe(new SampleRecipe(settings.cases(), settings.transforms()))
                         .build();
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(

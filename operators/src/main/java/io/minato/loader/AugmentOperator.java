@@ -1,6 +1,7 @@
 package io.minato.loader;
 
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
@@ -39,6 +40,7 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     private transient Counter fast;
     private transient Counter slow;
     private transient DoubleMaximum finalTimeoutMs;
+    private transient SampleHandoff.Reservation handoff;
 
     public AugmentOperator(CaseTable cases, TransformConfig config, TimeoutPolicy timeout) {
         this.cases = cases;
@@ -49,6 +51,7 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     @Override
     public void open(OpenContext openContext) {
         timeout = timeoutSetting.copy();
+        handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
         var metrics = getRuntimeContext().getMetricGroup();
         finalTimeoutMs = new DoubleMaximum();
         getRuntimeContext().addAccumulator(TIMEOUT_MS, finalTimeoutMs);
@@ -91,6 +94,9 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
 
     @Override
     public void close() {
+        if (handoff != null) {
+            handoff.close();
+        }
         if (timeout != null && timeout.timeoutNanos() != Long.MAX_VALUE) {
             finalTimeoutMs.add(timeout.timeoutNanos() / 1e6);
         }

@@ -2,6 +2,7 @@ package io.minato.loader;
 
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.serde.SampleTypes;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -24,10 +25,11 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * order, as soon as B have arrived.
  *
  * <p>Partial batches are keyed state (RocksDB in the job) in every checkpoint, but not on the hot
- * path: samples are 1-8 MiB, and a RocksDB write and read of each one cost more than the rest of
- * the batcher. They wait in memory and are written to keyed state in {@link #snapshotState}, which
- * Flink runs before it snapshots the keyed backend; a restore reads them back. (A
- * KeyedProcessFunction has no such hook, hence an operator.)
+ * path, and as identities: a sample is a pure function of its task, so the checkpoint keeps the
+ * task, never the 1-8 MiB patch, and the trainer prepares restored samples again. They wait in
+ * memory and are written to keyed state in {@link #snapshotState}, which Flink runs before it
+ * snapshots the keyed backend; a restore reads them back. (A KeyedProcessFunction has no such hook,
+ * hence an operator.)
  */
 public class BatchAssembler extends AbstractStreamOperator<Batch>
         implements OneInputStreamOperator<PreparedSample, Batch> {
@@ -55,12 +57,16 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
         pendingState =
                 context.getKeyedStateStore()
                         .getListState(
-                                new ListStateDescriptor<>("pending", SampleTypes.PREPARED_SAMPLE));
+                                new ListStateDescriptor<>(
+                                        "pending", SampleTypes.PREPARED_SAMPLE_IDENTITY));
         sequenceState =
                 context.getKeyedStateStore()
                         .getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
         pending = new HashMap<>();
         nextSequence = new HashMap<>();
+        if (context.isRestored()) {
+            SampleHandoff.jvm().dropAll(); // what the failed attempt parked has no taker now
+        }
         for (int key : ownedKeys()) {
             setCurrentKey(key);
             List<PreparedSample> samples = new ArrayList<>();

@@ -12,6 +12,7 @@ import ai.djl.util.Progress;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.stats.CpuClock;
@@ -64,6 +65,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private final TransformConfig config;
     private final int batchSize;
     private final int devices;
+    private transient SampleHandoff.Reservation handoff;
     private final int workers;
 
     private transient Feed feed;
@@ -111,6 +113,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         batchesMetric = getMetricGroup().counter("batches");
         samplesDropped = getMetricGroup().counter("samplesDropped");
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), cases);
+        // Batches cross to the trainers as identities: two per device may be parked at once.
+        handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
         feed = new Feed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
@@ -166,6 +170,9 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        if (handoff != null) {
+            handoff.close();
+        }
         if (iterator != null) {
             iterator.interrupt();
         }

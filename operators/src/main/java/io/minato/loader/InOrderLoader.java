@@ -3,6 +3,7 @@ package io.minato.loader;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.stats.CpuClock;
@@ -46,6 +47,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     private final CaseTable cases;
     private final TransformConfig config;
     private final int batchSize;
+    private transient SampleHandoff.Reservation handoff;
     private final int devices;
     private final int workers;
     private final int prefetchFactor;
@@ -114,6 +116,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         samplesDropped = metrics.counter("samplesDropped");
         metrics.gauge("outstanding", () -> outstanding);
         CacheMetrics.register(getRuntimeContext(), metrics, cases);
+        // Batches cross to the trainers as identities: two per device may be parked at once.
+        handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
     }
 
     @Override
@@ -157,6 +161,9 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        if (handoff != null) {
+            handoff.close();
+        }
         if (pool != null) {
             for (ExecutorService worker : pool) {
                 worker.shutdownNow();

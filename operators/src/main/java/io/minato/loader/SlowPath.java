@@ -1,6 +1,7 @@
 package io.minato.loader;
 
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.UnfinishedSample;
 import io.minato.stats.CpuClock;
@@ -22,6 +23,7 @@ public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> 
     private final CaseTable cases;
     private final TransformConfig config;
     private transient Counter finished;
+    private transient SampleHandoff.Reservation handoff;
 
     public SlowPath(CaseTable cases, TransformConfig config) {
         this.cases = cases;
@@ -31,7 +33,15 @@ public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> 
     @Override
     public void open(OpenContext openContext) {
         finished = getRuntimeContext().getMetricGroup().counter("samplesFinished");
+        handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
         CacheMetrics.register(getRuntimeContext(), getRuntimeContext().getMetricGroup(), cases);
+    }
+
+    @Override
+    public void close() {
+        if (handoff != null) {
+            handoff.close();
+        }
     }
 
     @Override

@@ -1,6 +1,8 @@
 package io.minato.trainer;
 
+import io.minato.loader.SampleRecipe;
 import io.minato.sample.Batch;
+import io.minato.sample.SampleHandoff;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -26,6 +28,7 @@ public final class TrainerSink
 
     private final AcceleratorFactory accelerator;
     private final int queueDepth;
+    private final SampleRecipe recipe; // null: every sample must arrive with its patch
     // Strings: java.nio.file.Path is not Serializable. Null when not configured.
     private final String outputDir;
     private final String traceDir;
@@ -33,6 +36,7 @@ public final class TrainerSink
     private TrainerSink(Builder b) {
         this.accelerator = b.accelerator;
         this.queueDepth = b.queueDepth;
+        this.recipe = b.recipe;
         this.outputDir = b.outputDir == null ? null : b.outputDir.toString();
         this.traceDir = b.traceDir == null ? null : b.traceDir.toString();
     }
@@ -65,6 +69,8 @@ public final class TrainerSink
                             + ": restore with the parallelism (number of devices) of the"
                             + " checkpoint");
         }
+        // What the failed attempt parked has no taker now (the in-order loaders hand batches on).
+        SampleHandoff.jvm().dropAll();
         return newWriter(context, mine.isEmpty() ? null : mine.get(0));
     }
 
@@ -92,6 +98,7 @@ public final class TrainerSink
                     group,
                     queueDepth,
                     acc,
+                    recipe,
                     traceDir == null ? null : Path.of(traceDir),
                     outputDir == null ? null : Path.of(outputDir),
                     context.metricGroup(),
@@ -112,6 +119,7 @@ public final class TrainerSink
         private int queueDepth = DEFAULT_QUEUE_DEPTH;
         private Path outputDir;
         private Path traceDir;
+        private SampleRecipe recipe;
 
         private Builder() {}
 
@@ -139,6 +147,17 @@ public final class TrainerSink
         /** Where each device appends {@code trace-device-<d>.csv}; no trace by default. */
         public Builder optTraceDir(Path traceDir) {
             this.traceDir = Objects.requireNonNull(traceDir, "traceDir");
+            return this;
+        }
+
+        /**
+         * How to prepare a sample from its identity: samples reach the trainer as identities after
+         * a restore (checkpoints keep no patches) or from another TaskManager, and are prepared
+         * again, bit-identically, before their step. Without it every sample must arrive with its
+         * patch.
+         */
+        public Builder optRecipe(SampleRecipe recipe) {
+            this.recipe = Objects.requireNonNull(recipe, "recipe");
             return this;
         }
 

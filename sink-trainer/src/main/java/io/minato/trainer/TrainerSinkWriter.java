@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.loader.SampleRecipe;
 import io.minato.sample.Batch;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.gpu.GpuSampler;
@@ -44,6 +45,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final int device;
     private final int queueDepth;
     private final Accelerator accelerator;
+    private final SampleRecipe recipe; // null: samples must arrive with their patches
     private final TraceWriter trace; // null: no trace
     private final Path outputDir; // null: no summary
     private final Thread worker;
@@ -70,6 +72,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final Counter stepsMetric;
     private final Counter fastMetric;
     private final Counter slowMetric;
+    private final Counter preparedAgain;
     private final Counter recordsSend;
 
     TrainerSinkWriter(
@@ -87,6 +90,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                 "solo-" + UUID.randomUUID(),
                 queueDepth,
                 accelerator,
+                null,
                 traceDir,
                 outputDir,
                 metrics,
@@ -103,6 +107,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             String groupId,
             int queueDepth,
             Accelerator accelerator,
+            SampleRecipe recipe,
             Path traceDir,
             Path outputDir,
             SinkWriterMetricGroup metrics,
@@ -114,6 +119,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         this.device = device;
         this.queueDepth = queueDepth;
         this.accelerator = accelerator;
+        this.recipe = recipe;
         this.outputDir = outputDir;
         this.counters = restored == null ? DeviceCounters.ZERO : restored.counters();
         if (restored != null) {
@@ -143,6 +149,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         stepsMetric = metrics.counter("steps");
         fastMetric = metrics.counter("samplesFast");
         slowMetric = metrics.counter("samplesSlow");
+        preparedAgain = metrics.counter("samplesPreparedAgain");
         stepsMetric.inc(c.steps());
         fastMetric.inc(c.fast());
         slowMetric.inc(c.slow());
@@ -336,6 +343,30 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         return gpu.stats();
     }
 
+    /**
+     * The batch with every patch present: samples that arrived as identities (restored from a
+     * checkpoint, or prepared in another JVM) are prepared again here, bit-identically.
+     */
+    private Batch materialized(Batch batch) throws Exception {
+        int missing = SampleRecipe.missing(batch);
+        if (missing == 0) {
+            return batch;
+        }
+        if (recipe == null) {
+            throw new IllegalStateException(
+                    "device "
+                            + device
+                            + ": "
+                            + missing
+                            + " sample(s) of batch "
+                            + batch.sequence()
+                            + " arrived without their patch and the trainer sink has no recipe to"
+                            + " prepare them (TrainerSink.builder().optRecipe)");
+        }
+        preparedAgain.inc(missing);
+        return recipe.materialize(batch);
+    }
+
     /** Batches held: queued plus the one in training. */
     public int queued() {
         return held;
@@ -369,9 +400,12 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                     continue;
                 }
 
+                // Preparing a sample again is the loader's work, not the device's: before the
+                // step's clock starts.
+                Batch full = materialized(batch);
                 long startMillis = System.currentTimeMillis();
                 long start = System.nanoTime();
-                StepResult result = accelerator.train(batch);
+                StepResult result = accelerator.train(full);
                 long end = System.nanoTime();
                 long endMillis = System.currentTimeMillis();
                 // Trace lines only for completed steps, before the step counts as done, so that a

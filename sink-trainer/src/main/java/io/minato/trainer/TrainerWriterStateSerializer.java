@@ -1,7 +1,6 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
-import io.minato.sample.PreparedSample;
 import io.minato.sample.serde.BatchSerializer;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -13,13 +12,14 @@ import org.apache.flink.core.memory.DataOutputSerializer;
 /**
  * Checkpoint format of {@link TrainerWriterState}.
  *
- * <p>Queued batches are written with the job's {@link BatchSerializer}; a change to that format
- * needs a new version here.
+ * <p>Queued batches are written with the job's {@link BatchSerializer}, their samples as identities
+ * only (version 2; version 1 held the patches): the trainer prepares them again after a restore. A
+ * change to that format needs a new version here.
  */
 public final class TrainerWriterStateSerializer
         implements SimpleVersionedSerializer<TrainerWriterState> {
 
-    static final int VERSION = 1;
+    static final int VERSION = 2;
 
     @Override
     public int getVersion() {
@@ -32,7 +32,7 @@ public final class TrainerWriterStateSerializer
         out.writeInt(state.device());
         out.writeInt(state.queued().size());
         for (Batch batch : state.queued()) {
-            BatchSerializer.INSTANCE.serialize(batch, out);
+            BatchSerializer.serializeIdentities(batch, out);
         }
         DeviceCounters c = state.counters();
         out.writeLong(c.steps());
@@ -91,14 +91,10 @@ public final class TrainerWriterStateSerializer
     private static int estimateBytes(TrainerWriterState state) {
         long bytes = 256L + state.acceleratorState().length;
         for (Batch batch : state.queued()) {
-            for (PreparedSample s : batch.samples()) {
-                bytes += 64 + 5 * s.patch().shape().voxels();
-            }
+            bytes += 16 + 64L * batch.samples().size();
         }
         return (int) Math.min(bytes, Integer.MAX_VALUE - 16);
     }
-
-    // The private batch codec of version 1.
 
     private static int checkedCount(long n, String what) throws IOException {
         if (n < 0 || n > Integer.MAX_VALUE - 16) {

@@ -1,20 +1,68 @@
 package io.minato.trainer;
 
+import io.minato.data.CaseFiles;
+import io.minato.loader.CaseTable;
+import io.minato.loader.SampleRecipe;
+import io.minato.npy.NpyWriter;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
 import io.minato.transform.Shape3;
+import io.minato.transform.TransformConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Small batches of 4^3 patches with distinct content, for the sink's tests. */
+/**
+ * Small batches of 4^3 patches, prepared for real from five tiny cases on disk, so that {@link
+ * #RECIPE} prepares a sample restored as an identity to the same bytes again.
+ */
 final class TestBatches {
 
     static final Shape3 SHAPE = Shape3.cube(4);
 
+    static final TransformConfig CONFIG = TransformConfig.mlperf(4);
+
+    private static final CaseTable CASES = writeCases();
+
+    /** Prepares any sample of these batches from its identity. */
+    static final SampleRecipe RECIPE = new SampleRecipe(CASES, CONFIG);
+
     private TestBatches() {}
+
+    private static CaseTable writeCases() {
+        try {
+            Path dir = Files.createTempDirectory("test-batches");
+            dir.toFile().deleteOnExit();
+            long[] shape = {1, 6, 7, 8};
+            int n = 6 * 7 * 8;
+            List<CaseFiles> cases = new ArrayList<>();
+            for (int c = 0; c < 5; c++) {
+                float[] image = new float[n];
+                byte[] label = new byte[n];
+                for (int v = 0; v < n; v++) {
+                    image[v] = c * 1000 + v + 0.5f;
+                    label[v] = (byte) ((c + v) % 7 == 0 ? 1 + v % 2 : 0);
+                }
+                Path x = dir.resolve(String.format("case_%05d_x.npy", c));
+                Path y = dir.resolve(String.format("case_%05d_y.npy", c));
+                NpyWriter.writeFloat32(x, shape, image);
+                NpyWriter.writeUint8(y, shape, label);
+                x.toFile().deleteOnExit();
+                y.toFile().deleteOnExit();
+                cases.add(new CaseFiles(String.format("case_%05d", c), x, y));
+            }
+            return new CaseTable(cases);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
 
     /** Batch {@code sequence} of {@code device}: samples (epoch 0, index sequence*size + i). */
     static Batch batch(int device, long sequence, SamplePath... paths) {
@@ -32,18 +80,14 @@ final class TestBatches {
     }
 
     static PreparedSample sample(int epoch, long index, int caseIndex, SamplePath path) {
-        int n = (int) SHAPE.voxels();
-        float[] image = new float[n];
-        byte[] label = new byte[n];
-        for (int v = 0; v < n; v++) {
-            image[v] = index * 1000 + v + 0.5f;
-            label[v] = (byte) ((index + v) % 3);
+        SampleTask task = new SampleTask(7, epoch, index, caseIndex);
+        Patch patch;
+        try {
+            patch = Preparation.prepare(task.key(), CASES.volume(caseIndex), CONFIG);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
         }
-        return new PreparedSample(
-                new SampleTask(7, epoch, index, caseIndex),
-                path,
-                1_000 + index,
-                new Patch(SHAPE, image, label));
+        return new PreparedSample(task, path, 1_000 + index, patch);
     }
 
     /**

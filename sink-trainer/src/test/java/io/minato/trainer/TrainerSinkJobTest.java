@@ -113,6 +113,7 @@ class TrainerSinkJobTest {
                 .setAccelerator(accelerator)
                 .optOutputDir(tmp.resolve("out"))
                 .optTraceDir(tmp.resolve("trace"))
+                .optRecipe(TestBatches.RECIPE)
                 .build();
     }
 

@@ -90,6 +90,7 @@ class TrainerSinkWriterTest {
                         new Lockstep(),
                         null,
                         null,
+                        null,
                         UnregisteredMetricsGroup.createSinkWriterMetricGroup(),
                         null);
         writers.add(w);
@@ -284,6 +285,17 @@ class TrainerSinkWriterTest {
         assertThat(Files.readAllLines(traceFile)).isEqualTo(expected);
         assertThat(gate2.trained).hasSize(1);
         assertThat(gate2.trained.get(0).sequence()).isEqualTo(2);
+        for (int i = 0; i < b2.samples().size(); i++) {
+            assertThat(
+                            gate2.trained
+                                    .get(0)
+                                    .samples()
+                                    .get(i)
+                                    .patch()
+                                    .sameContent(b2.samples().get(i).patch()))
+                    .as("a queued sample restored as its identity and prepared again")
+                    .isTrue();
+        }
         DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0));
         assertThat(summary.steps()).isEqualTo(3);
         assertThat(summary.samples()).isEqualTo(6);
@@ -494,6 +506,7 @@ class TrainerSinkWriterTest {
                 .optQueueDepth(queueDepth)
                 .optOutputDir(tmp.resolve("out"))
                 .optTraceDir(tmp.resolve("trace"))
+                .optRecipe(TestBatches.RECIPE)
                 .build();
     }
 

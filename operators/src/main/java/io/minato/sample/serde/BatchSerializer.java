@@ -61,6 +61,16 @@ public final class BatchSerializer extends TypeSerializerSingleton<Batch> {
         }
     }
 
+    /** The batch with its samples as identities only: what a checkpoint keeps. */
+    public static void serializeIdentities(Batch batch, DataOutputView out) throws IOException {
+        out.writeInt(batch.device());
+        out.writeLong(batch.sequence());
+        out.writeInt(batch.samples().size());
+        for (PreparedSample sample : batch.samples()) {
+            PreparedSampleSerializer.serializeIdentity(sample, out);
+        }
+    }
+
     @Override
     public Batch deserialize(DataInputView in) throws IOException {
         int device = in.readInt();

@@ -1,8 +1,10 @@
 package io.minato.sample.serde;
 
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.transform.Patch;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
@@ -10,7 +12,22 @@ import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
-/** Serializes a {@link PreparedSample}: task, path, CPU nanoseconds, then the patch. */
+/**
+ * Serializes a {@link PreparedSample} as it crosses an operator boundary: task, path, CPU
+ * nanoseconds, then the patch in one of three forms, marked by a byte:
+ *
+ * <ul>
+ *   <li>{@code HANDED_OFF}: the patch was parked in this JVM's {@link SampleHandoff}; the receiver
+ *       takes it from there (no copy of the bytes);
+ *   <li>{@code INLINE}: the bytes follow (the handoff was full);
+ *   <li>{@code IDENTITY}: no bytes at all; the sample is a pure function of its task and is
+ *       prepared again where it is needed ({@link PreparedSampleIdentitySerializer} writes only
+ *       this form, for checkpoints).
+ * </ul>
+ *
+ * A handed-off sample whose patch is not found (another JVM, a replay after a restore) is read as
+ * an identity: its {@link PreparedSample#patch()} is null until it is prepared again.
+ */
 public final class PreparedSampleSerializer extends TypeSerializerSingleton<PreparedSample> {
     private static final long serialVersionUID = 1L;
 
@@ -19,6 +36,10 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
     private static final SampleTaskSerializer TASK = SampleTaskSerializer.INSTANCE;
     private static final SamplePathSerializer PATH = SamplePathSerializer.INSTANCE;
     private static final PatchSerializer PATCH = PatchSerializer.INSTANCE;
+
+    static final int INLINE = 0;
+    static final int HANDED_OFF = 1;
+    static final int IDENTITY = 2;
 
     @Override
     public boolean isImmutableType() {
@@ -35,7 +56,10 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
     @Override
     public PreparedSample copy(PreparedSample from) {
         return new PreparedSample(
-                from.task(), from.path(), from.prepCpuNanos(), PATCH.copy(from.patch()));
+                from.task(),
+                from.path(),
+                from.prepCpuNanos(),
+                from.patch() == null ? null : PATCH.copy(from.patch()));
     }
 
     @Override
@@ -50,10 +74,28 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
 
     @Override
     public void serialize(PreparedSample sample, DataOutputView out) throws IOException {
+        writeHeader(sample, out);
+        Patch patch = sample.patch();
+        if (patch == null) {
+            out.writeByte(IDENTITY);
+        } else if (SampleHandoff.jvm().offer(sample.task(), patch)) {
+            out.writeByte(HANDED_OFF);
+        } else {
+            out.writeByte(INLINE);
+            PATCH.serialize(patch, out);
+        }
+    }
+
+    /** The sample without its bytes: what a checkpoint keeps. */
+    static void serializeIdentity(PreparedSample sample, DataOutputView out) throws IOException {
+        writeHeader(sample, out);
+        out.writeByte(IDENTITY);
+    }
+
+    private static void writeHeader(PreparedSample sample, DataOutputView out) throws IOException {
         TASK.serialize(sample.task(), out);
         PATH.serialize(sample.path(), out);
         out.writeLong(sample.prepCpuNanos());
-        PATCH.serialize(sample.patch(), out);
     }
 
     @Override
@@ -61,7 +103,15 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         SampleTask task = TASK.deserialize(in);
         SamplePath path = PATH.deserialize(in);
         long prepCpuNanos = in.readLong();
-        return new PreparedSample(task, path, prepCpuNanos, PATCH.deserialize(in));
+        int form = in.readUnsignedByte();
+        Patch patch =
+                switch (form) {
+                    case INLINE -> PATCH.deserialize(in);
+                    case HANDED_OFF -> SampleHandoff.jvm().take(task);
+                    case IDENTITY -> null;
+                    default -> throw new IOException("unknown prepared sample form " + form);
+                };
+        return new PreparedSample(task, path, prepCpuNanos, patch);
     }
 
     @Override
@@ -74,7 +124,11 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         TASK.copy(in, out);
         PATH.copy(in, out);
         out.writeLong(in.readLong());
-        PATCH.copy(in, out);
+        int form = in.readUnsignedByte();
+        out.writeByte(form);
+        if (form == INLINE) {
+            PATCH.copy(in, out);
+        }
     }
 
     @Override

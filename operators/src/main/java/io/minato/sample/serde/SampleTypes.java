@@ -29,6 +29,10 @@ public final class SampleTypes {
     public static final TypeInformation<PreparedSample> PREPARED_SAMPLE =
             new SampleTypeInfo<>(PreparedSample.class, PreparedSampleSerializer.INSTANCE);
 
+    /** For checkpointed state: samples as identities, prepared again after a restore. */
+    public static final TypeInformation<PreparedSample> PREPARED_SAMPLE_IDENTITY =
+            new SampleTypeInfo<>(PreparedSample.class, PreparedSampleIdentitySerializer.INSTANCE);
+
     public static final TypeInformation<UnfinishedSample> UNFINISHED_SAMPLE =
             new SampleTypeInfo<>(UnfinishedSample.class, UnfinishedSampleSerializer.INSTANCE);
 

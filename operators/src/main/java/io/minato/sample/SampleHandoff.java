@@ -1,0 +1,225 @@
+package io.minato.sample;
+
+import io.minato.transform.Patch;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Prepared patches parked in this JVM while only their identity travels through Flink.
+ *
+ * <p>A prepared sample is a pure function of its task (seed, epoch, index, case), so a record need
+ * not carry its 1-10 MiB patch between two operators of the same JVM: the sending serializer parks
+ * the patch here and writes the task; the receiving one takes it back. That saves two copies per
+ * operator boundary and, above all, Flink's spilling of every record over 5 MiB to a temporary file
+ * on the receiving side (SpillingAdaptiveSpanningRecordDeserializer: a write, a read and a delete
+ * of each sample). Correctness never depends on this store: a receiver that finds nothing (another
+ * TaskManager, a replay after a restore, an entry dropped) gets the bare identity and the trainer
+ * prepares the sample again, bit-identically.
+ *
+ * <p>Bounded, since identities are too small for Flink's byte-sized network buffers to hold the
+ * workers back: at most as many samples as the running operators have {@link #reserve reserved}
+ * (their prefetch, as PyTorch's prefetch_factor x workers), and at most a quarter of the heap (512
+ * MiB at most) in bytes. When full, a sender waits for receivers to take what is parked: that wait
+ * is the loader's backpressure. After {@link #WAIT_NANOS} it sends the bytes inline instead, so
+ * that nothing waits forever; entries older than {@link #ORPHAN_AGE_NANOS} (left behind by a
+ * failover) are dropped to make room.
+ */
+public final class SampleHandoff {
+    /** How long a sender waits for room before sending the bytes inline. */
+    static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    /** Entries this old are taken to be orphans of a failed attempt when room is needed. */
+    static final long ORPHAN_AGE_NANOS = TimeUnit.MINUTES.toNanos(2);
+
+    private static final SampleHandoff JVM =
+            new SampleHandoff(Math.min(512L << 20, Runtime.getRuntime().maxMemory() / 4));
+
+    /** Samples each worker may have parked: as PyTorch DataLoader's default prefetch_factor. */
+    public static final int PREFETCH_PER_WORKER = 2;
+
+    private record Entry(SampleTask task, Patch patch, long bytes, long parkedNanos) {}
+
+    private final long boundBytes;
+    private int reservedSamples;
+
+    /** Oldest first; a task may be parked more than once (a replay beside an orphan). */
+    private final ArrayDeque<Entry> byAge = new ArrayDeque<>();
+
+    private final HashMap<SampleTask, ArrayDeque<Entry>> parked = new HashMap<>();
+    private long bytes;
+    private long handedOff;
+    private long sentInline;
+    private long missed;
+    private long orphansDropped;
+
+    SampleHandoff(long boundBytes) {
+        this.boundBytes = boundBytes;
+    }
+
+    /** This JVM's store, shared by every operator of every job in it. */
+    public static SampleHandoff jvm() {
+        return JVM;
+    }
+
+    /**
+     * Adds {@code samples} to how many may be parked at once, for as long as the caller runs (an
+     * operator: from open to close).
+     */
+    public Reservation reserve(int samples) {
+        if (samples < 1) {
+            throw new IllegalArgumentException("reserve at least one sample: " + samples);
+        }
+        synchronized (this) {
+            reservedSamples += samples;
+            notifyAll();
+        }
+        return new Reservation(samples);
+    }
+
+    /** A share of the store's capacity; closing it gives the share back. */
+    public final class Reservation implements AutoCloseable {
+        private final int samples;
+        private boolean closed;
+
+        private Reservation(int samples) {
+            this.samples = samples;
+        }
+
+        @Override
+        public void close() {
+            synchronized (SampleHandoff.this) {
+                if (!closed) {
+                    closed = true;
+                    reservedSamples -= samples;
+                }
+            }
+        }
+    }
+
+    /** Whether one more patch of {@code size} bytes must wait; one always fits when empty. */
+    private boolean full(long size) {
+        return !byAge.isEmpty() && (byAge.size() >= reservedSamples || bytes + size > boundBytes);
+    }
+
+    /** Bytes a patch occupies: float32 image and uint8 label. */
+    static long bytesOf(Patch p) {
+        return 5 * p.shape().voxels();
+    }
+
+    /**
+     * Parks the patch of {@code task}, waiting up to {@link #WAIT_NANOS} for room.
+     *
+     * @return false when there was no room, or nothing in this JVM reserved any: send the bytes
+     *     inline
+     */
+    public synchronized boolean offer(SampleTask task, Patch patch) {
+        long size = bytesOf(patch);
+        if (size > boundBytes || reservedSamples == 0) {
+            // Too big to park at all, or no operator of a running loader in this JVM.
+            sentInline++;
+            return false;
+        }
+        long deadline = System.nanoTime() + WAIT_NANOS;
+        while (full(size)) {
+            if (dropOrphans()) {
+                continue;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                sentInline++;
+                return false;
+            }
+            try {
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                sentInline++;
+                return false;
+            }
+        }
+        Entry e = new Entry(task, patch, size, System.nanoTime());
+        parked.computeIfAbsent(task, t -> new ArrayDeque<>(1)).addLast(e);
+        byAge.addLast(e);
+        bytes += size;
+        handedOff++;
+        return true;
+    }
+
+    /** The patch parked for {@code task}, removed from the store; null if there is none. */
+    public synchronized Patch take(SampleTask task) {
+        ArrayDeque<Entry> entries = parked.get(task);
+        if (entries == null) {
+            missed++;
+            return null;
+        }
+        Entry e = entries.pollFirst();
+        if (entries.isEmpty()) {
+            parked.remove(task);
+        }
+        byAge.removeFirstOccurrence(e); // usually the oldest: near the head
+        bytes -= e.bytes();
+        notifyAll();
+        return e.patch();
+    }
+
+    /**
+     * Drops everything parked so far: called when a job restores from a checkpoint, since the
+     * records that referred to those entries died with the failed attempt (a restored record that
+     * still refers to one finds nothing and its sample is prepared again).
+     */
+    public synchronized void dropAll() {
+        orphansDropped += byAge.size();
+        byAge.clear();
+        parked.clear();
+        bytes = 0;
+        notifyAll();
+    }
+
+    /** Drops entries older than the orphan age; true if any was dropped. */
+    private boolean dropOrphans() {
+        long now = System.nanoTime();
+        boolean dropped = false;
+        while (!byAge.isEmpty() && now - byAge.peekFirst().parkedNanos() >= ORPHAN_AGE_NANOS) {
+            Entry e = byAge.pollFirst();
+            ArrayDeque<Entry> entries = parked.get(e.task());
+            entries.remove(e);
+            if (entries.isEmpty()) {
+                parked.remove(e.task());
+            }
+            bytes -= e.bytes();
+            orphansDropped++;
+            dropped = true;
+        }
+        return dropped;
+    }
+
+    /** Samples parked now. */
+    public synchronized int parked() {
+        return byAge.size();
+    }
+
+    /** Bytes parked now. */
+    public synchronized long bytes() {
+        return bytes;
+    }
+
+    /** Samples whose patch was parked (over this JVM's life). */
+    public synchronized long handedOff() {
+        return handedOff;
+    }
+
+    /** Samples sent with their bytes because the store stayed full. */
+    public synchronized long sentInline() {
+        return sentInline;
+    }
+
+    /** Takes that found nothing: those samples are prepared again where they are needed. */
+    public synchronized long missed() {
+        return missed;
+    }
+
+    public synchronized long orphansDropped() {
+        return orphansDropped;
+    }
+}

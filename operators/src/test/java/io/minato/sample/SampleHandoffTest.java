@@ -1,0 +1,90 @@
+package io.minato.sample;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.transform.Patch;
+import io.minato.transform.Shape3;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+class SampleHandoffTest {
+    private static final Shape3 SHAPE = Shape3.cube(4); // 320 bytes
+
+    private static SampleTask task(long index) {
+        return new SampleTask(7, 0, index, 1);
+    }
+
+    private static Patch patch() {
+        int n = (int) SHAPE.voxels();
+        return new Patch(SHAPE, new float[n], new byte[n]);
+    }
+
+    @Test
+    void shouldHandTheSamePatchToOneTakerOnly() {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        try (var r = h.reserve(4)) {
+            Patch p = patch();
+            assertThat(h.offer(task(1), p)).isTrue();
+            assertThat(h.take(task(2))).isNull();
+            assertThat(h.take(task(1))).isSameAs(p);
+            assertThat(h.take(task(1))).as("taken already: prepared again downstream").isNull();
+            assertThat(h.missed()).isEqualTo(2);
+            assertThat(h.bytes()).isZero();
+        }
+    }
+
+    @Test
+    void shouldKeepBothCopiesOfASampleParkedTwice() {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        try (var r = h.reserve(4)) {
+            Patch a = patch();
+            Patch b = patch();
+            h.offer(task(1), a);
+            h.offer(task(1), b);
+            assertThat(h.take(task(1))).isSameAs(a);
+            assertThat(h.take(task(1))).isSameAs(b);
+        }
+    }
+
+    /** Identities are too small for Flink's buffers to hold the workers back: the store does. */
+    @Test
+    void shouldHoldASenderBackUntilATakerMakesRoom() throws Exception {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        try (var r = h.reserve(2)) {
+            assertThat(h.offer(task(1), patch())).isTrue();
+            assertThat(h.offer(task(2), patch())).isTrue();
+            CompletableFuture<Boolean> third =
+                    CompletableFuture.supplyAsync(() -> h.offer(task(3), patch()));
+            Thread.sleep(100);
+            assertThat(third).as("waits while the reserved prefetch is parked").isNotDone();
+            h.take(task(1));
+            assertThat(third.get(5, TimeUnit.SECONDS)).isTrue();
+            assertThat(h.parked()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void shouldSendInlineAPatchLargerThanTheWholeStore() {
+        SampleHandoff h = new SampleHandoff(100);
+        try (var r = h.reserve(2)) {
+            assertThat(h.offer(task(1), patch())).isFalse();
+            assertThat(h.sentInline()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void shouldDropWhatAFailedAttemptLeftWhenAJobRestores() throws Exception {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        try (var r = h.reserve(1)) {
+            h.offer(task(1), patch());
+            CompletableFuture<Boolean> next =
+                    CompletableFuture.supplyAsync(() -> h.offer(task(2), patch()));
+            Thread.sleep(50);
+            h.dropAll();
+            assertThat(next.get(5, TimeUnit.SECONDS)).isTrue();
+            assertThat(h.take(task(1))).isNull();
+            assertThat(h.orphansDropped()).isEqualTo(1);
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package io.minato.sample.serde;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
+import io.minato.sample.SamplePath;
+import io.minato.transform.Shape3;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.core.memory.DataOutputSerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The three forms a prepared sample crosses an operator boundary in: handed off in this JVM, inline
+ * bytes, or identity only (checkpoints).
+ */
+class PreparedSampleFormsTest {
+    private static final Shape3 PATCH = Shape3.cube(32); // 160 KiB
+
+    @Test
+    void shouldHandThePatchOverInThisJvmWhileALoaderRunsAndSendOnlyTheIdentity() throws Exception {
+        PreparedSample s = SampleFixtures.prepared(41, SamplePath.FAST, PATCH);
+        byte[] handedOff;
+        try (var r = SampleHandoff.jvm().reserve(1)) {
+            handedOff = write(PreparedSampleSerializer.INSTANCE, s);
+            PreparedSample back = read(handedOff);
+            assertThat(back.patch()).as("the very arrays, not a copy").isSameAs(s.patch());
+            assertThat(back.task()).isEqualTo(s.task());
+            assertThat(back.prepCpuNanos()).isEqualTo(s.prepCpuNanos());
+        }
+        assertThat(handedOff.length).isLessThan(64);
+        // Read again (a replay after a restore): the patch is gone, the identity remains.
+        PreparedSample replayed = read(handedOff);
+        assertThat(replayed.patch()).isNull();
+        assertThat(replayed.task()).isEqualTo(s.task());
+    }
+
+    @Test
+    void shouldSendTheBytesInlineWhenNoLoaderReservedRoom() throws Exception {
+        PreparedSample s = SampleFixtures.prepared(42, SamplePath.SLOW, PATCH);
+        byte[] inline = write(PreparedSampleSerializer.INSTANCE, s);
+        assertThat(inline.length).isGreaterThan((int) (5 * PATCH.voxels()));
+        PreparedSample back = read(inline);
+        assertThat(back.patch()).isNotSameAs(s.patch());
+        assertThat(back.patch().sameContent(s.patch())).isTrue();
+    }
+
+    @Test
+    void shouldCheckpointTheIdentityOnly() throws Exception {
+        PreparedSample s = SampleFixtures.prepared(43, SamplePath.FAST, PATCH);
+        try (var r = SampleHandoff.jvm().reserve(1)) {
+            byte[] identity = write(PreparedSampleIdentitySerializer.INSTANCE, s);
+            assertThat(identity.length).isLessThan(64);
+            assertThat(SampleHandoff.jvm().parked()).as("nothing parked for a checkpoint").isZero();
+            PreparedSample back = read(identity);
+            assertThat(back.patch()).isNull();
+            assertThat(back.path()).isEqualTo(SamplePath.FAST);
+        }
+    }
+
+    private static byte[] write(
+            org.apache.flink.api.common.typeutils.TypeSerializer<PreparedSample> serializer,
+            PreparedSample s)
+            throws Exception {
+        DataOutputSerializer out = new DataOutputSerializer(256);
+        serializer.serialize(s, out);
+        return out.getCopyOfBuffer();
+    }
+
+    private static PreparedSample read(byte[] bytes) throws Exception {
+        return PreparedSampleSerializer.INSTANCE.deserialize(new DataInputDeserializer(bytes));
+    }
+}
