@@ -85,6 +85,45 @@ public final class DataOptions {
                             + " inside the data folder).")
     public Path cacheDir;
 
+    @Option(
+            names = "--tail",
+            paramLabel = "P,K",
+            converter = TailConverter.class,
+            description =
+                    "Benchmark knob, not an MLPerf transform: a deterministic fraction P of samples"
+                            + " costs about K times a typical sample's CPU (K - 1 extra passes of"
+                            + " noise generation over the patch, thrown away: the bytes do not"
+                            + " change), e.g. 0.05,50 for the reference's heavy tail"
+                            + " (default: off).")
+    public Tail tail;
+
+    /** The tail knob: a fraction of samples and how many times a sample's work they do. */
+    public record Tail(double fraction, int factor) {}
+
+    /** Parses {@code P,K}: P in [0, 1], K a whole number >= 1. */
+    static final class TailConverter implements picocli.CommandLine.ITypeConverter<Tail> {
+        @Override
+        public Tail convert(String value) {
+            String[] parts = value.split(",");
+            try {
+                if (parts.length == 2) {
+                    double p = Double.parseDouble(parts[0].strip());
+                    int k = Integer.parseInt(parts[1].strip());
+                    if (p >= 0 && p <= 1 && k >= 1) {
+                        return new Tail(p, k);
+                    }
+                }
+            } catch (NumberFormatException e) {
+                // the message below says what is expected
+            }
+            throw new picocli.CommandLine.TypeConversionException(
+                    "'"
+                            + value
+                            + "' is not P,K with P a fraction in [0, 1] and K a whole number >= 1"
+                            + " (e.g. 0.05,50)");
+        }
+    }
+
     /** What to do with a case that fails its checks. */
     public enum OnBadSample {
         fail,
@@ -121,7 +160,8 @@ public final class DataOptions {
     }
 
     public TransformConfig transformConfig() {
-        return TransformConfig.mlperf(patchEdge());
+        TransformConfig c = TransformConfig.mlperf(patchEdge());
+        return tail == null ? c : c.withTail(tail.fraction(), tail.factor());
     }
 
     /**

@@ -357,7 +357,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 timeoutMillis(result, timeoutPolicy),
                                 dice,
                                 optimizer,
-                                cacheCounts(result, cases.cache())),
+                                cacheCounts(result, cases.cache()),
+                                data.tail),
                         run);
         if (report != null) {
             r.write(report);

@@ -263,6 +263,7 @@ class LoaderJobTest {
                         null,
                         null,
                         null,
+                        null,
                         null),
                 run);
     }

@@ -146,6 +146,20 @@ class TrainCommandTest {
     }
 
     @Test
+    void shouldTakeTheTailKnobAsAFractionAndAFactorAndSayWhatIsWrongOtherwise() {
+        TrainCommand c = new TrainCommand();
+        new picocli.CommandLine(c).parseArgs("--tail", "0.05,50");
+        assertThat(c.data.tail).isEqualTo(new DataOptions.Tail(0.05, 50));
+        assertThat(c.data.transformConfig().tailFactor()).isEqualTo(50);
+        assertThat(new TrainCommand().data.transformConfig().hasTail()).isFalse();
+        for (String bad : List.of("0.05", "1.5,50", "0.05,0", "x,2", "0.1,2,3")) {
+            MainTest.Run run = run("train", "--tail", bad);
+            assertThat(run.status()).as(bad).isEqualTo(2);
+            assertThat(run.err()).contains("'" + bad + "' is not P,K with P a fraction in [0, 1]");
+        }
+    }
+
+    @Test
     void shouldTrainTheRealUnetOnOneDeviceAndReportItsLoss() throws Exception {
         Path cases = out.resolve("cases");
         KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(cases);

@@ -46,6 +46,11 @@ public final class Preparation {
         BRIGHTNESS(Transform.BRIGHTNESS),
         /** Adds Gaussian noise, a slab of slices per call. */
         NOISE(Transform.NOISE),
+        /**
+         * The bench's tail knob ({@link TransformConfig#withTail}): extra work that changes no
+         * byte, a slab of slices per call; only for the heavy fraction of samples.
+         */
+        TAIL(Transform.TAIL),
         DONE(null);
 
         private final Transform transform;
@@ -65,7 +70,8 @@ public final class Preparation {
         CROP("RandBalancedCrop+Cast"),
         FLIP("RandFlip"),
         BRIGHTNESS("RandomBrightness"),
-        NOISE("GaussianNoise");
+        NOISE("GaussianNoise"),
+        TAIL("tail knob");
 
         private final String label;
 
@@ -97,6 +103,11 @@ public final class Preparation {
 
     /** The noise standard deviation once drawn; NaN before the draw, 0 when no noise applies. */
     private double noiseStd = Double.NaN;
+
+    /** Tail passes done, and where their values go (kept so that the work is not optimised out). */
+    private int tailPass;
+
+    private double tailSink;
 
     private Preparation(SampleKey key) {
         this.key = Objects.requireNonNull(key);
@@ -155,6 +166,7 @@ public final class Preparation {
             case FLIP -> flip(config);
             case BRIGHTNESS -> brightness(config);
             case NOISE -> noiseSlab(config);
+            case TAIL -> tailSlab(config);
             case DONE -> throw new IllegalStateException("preparation of " + key + " is done");
         }
         return running.transform();
@@ -383,7 +395,7 @@ public final class Preparation {
                             : 0;
             sliceCursor = 0;
             if (noiseStd == 0) {
-                step = Step.DONE;
+                afterNoise(config);
                 return;
             }
         }
@@ -400,8 +412,51 @@ public final class Preparation {
         }
         sliceCursor = end;
         if (sliceCursor == p.d()) {
-            step = Step.DONE;
+            afterNoise(config);
         }
+    }
+
+    /** Done, unless the sample is one of the tail knob's heavy fraction. */
+    private void afterNoise(TransformConfig config) {
+        sliceCursor = 0;
+        boolean heavy =
+                config.hasTail()
+                        && SampleRandom.of(key, SampleRandom.Stream.TAIL_DECISION, 0).nextDouble()
+                                < config.tailFraction();
+        step = heavy ? Step.TAIL : Step.DONE;
+    }
+
+    /**
+     * One slab of one of the tail's factor - 1 passes: Gaussian draws over half the patch's slices
+     * (about one median sample's CPU at patch 128), summed and discarded.
+     */
+    private void tailSlab(TransformConfig config) {
+        Shape3 p = patch.shape();
+        int plane = p.h() * p.w();
+        int depth = (p.d() + 1) / 2;
+        int end = Math.min(depth, sliceCursor + slicesPerStep(p, config));
+        double sum = tailSink;
+        for (int z = sliceCursor; z < end; z++) {
+            SampleRandom random =
+                    SampleRandom.of(key, SampleRandom.Stream.TAIL_VALUES, tailPass * p.d() + z);
+            for (int i = 0; i < plane; i++) {
+                sum += random.nextGaussian();
+            }
+        }
+        tailSink = sum;
+        sliceCursor = end;
+        if (sliceCursor == depth) {
+            sliceCursor = 0;
+            tailPass++;
+            if (tailPass >= config.tailFactor() - 1) {
+                step = Step.DONE;
+            }
+        }
+    }
+
+    /** What the tail knob's passes computed (nothing uses it; it keeps the work from vanishing). */
+    public double tailSink() {
+        return tailSink;
     }
 
     private static int slicesPerStep(Shape3 s, TransformConfig config) {
@@ -433,7 +488,7 @@ public final class Preparation {
 
     // ---- serialization: what crosses from a fast worker to the slow path ----
 
-    private static final int FORMAT = 2;
+    private static final int FORMAT = 3;
 
     public void writeTo(DataOutput out) throws IOException {
         out.writeByte(FORMAT);
@@ -460,6 +515,8 @@ public final class Preparation {
         }
         out.writeInt(sliceCursor);
         out.writeDouble(noiseStd);
+        out.writeInt(tailPass);
+        out.writeDouble(tailSink);
         out.writeBoolean(patch != null);
         if (patch != null) {
             Shape3 p = patch.shape();
@@ -498,6 +555,8 @@ public final class Preparation {
         }
         p.sliceCursor = in.readInt();
         p.noiseStd = in.readDouble();
+        p.tailPass = in.readInt();
+        p.tailSink = in.readDouble();
         if (in.readBoolean()) {
             Shape3 shape = new Shape3(in.readInt(), in.readInt(), in.readInt());
             int n = (int) shape.voxels();

@@ -34,7 +34,10 @@ public final class SampleRandom {
         BRIGHTNESS,
         NOISE_DECISION,
         NOISE_VALUES,
-        EPOCH_ORDER
+        EPOCH_ORDER,
+        /** Whether the sample is one of the heavy tail (the bench's --tail knob). */
+        TAIL_DECISION,
+        TAIL_VALUES
     }
 
     static long mix(long z) {

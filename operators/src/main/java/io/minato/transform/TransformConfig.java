@@ -15,7 +15,9 @@ public record TransformConfig(
         double brightnessProbability,
         double noiseStd,
         double noiseProbability,
-        long voxelsPerStep)
+        long voxelsPerStep,
+        double tailFraction,
+        int tailFactor)
         implements Serializable {
 
     public static final int DEFAULT_PATCH = 128;
@@ -44,6 +46,10 @@ public record TransformConfig(
         if (noiseStd < 0) {
             throw new IllegalArgumentException("noiseStd must be >= 0: " + noiseStd);
         }
+        checkProbability("tailFraction", tailFraction);
+        if (tailFactor < 1) {
+            throw new IllegalArgumentException("tailFactor must be >= 1: " + tailFactor);
+        }
         if (voxelsPerStep < 1) {
             throw new IllegalArgumentException("voxelsPerStep must be >= 1: " + voxelsPerStep);
         }
@@ -59,7 +65,36 @@ public record TransformConfig(
                 DEFAULT_BRIGHTNESS_PROBABILITY,
                 DEFAULT_NOISE_STD,
                 DEFAULT_NOISE_PROBABILITY,
-                DEFAULT_VOXELS_PER_STEP);
+                DEFAULT_VOXELS_PER_STEP,
+                0,
+                1);
+    }
+
+    /**
+     * A workload knob for benchmarks, not an MLPerf transform: a deterministic fraction {@code
+     * fraction} of samples (drawn from each sample's own key) do {@code factor - 1} extra passes of
+     * Gaussian-noise generation over their patch, about {@code factor} times a typical sample's CPU
+     * at patch 128, with the result thrown away: the sample's bytes do not change. It gives the
+     * generated data the heavy tail of the reference's foreground crop (hundreds of ms against a
+     * few). {@code factor} 1 turns it off.
+     */
+    public TransformConfig withTail(double fraction, int factor) {
+        return new TransformConfig(
+                patch,
+                oversampling,
+                flipProbability,
+                brightnessFactor,
+                brightnessProbability,
+                noiseStd,
+                noiseProbability,
+                voxelsPerStep,
+                fraction,
+                factor);
+    }
+
+    /** Whether the tail knob is on. */
+    public boolean hasTail() {
+        return tailFactor > 1 && tailFraction > 0;
     }
 
     public TransformConfig withVoxelsPerStep(long voxels) {
@@ -71,7 +106,9 @@ public record TransformConfig(
                 brightnessProbability,
                 noiseStd,
                 noiseProbability,
-                voxels);
+                voxels,
+                tailFraction,
+                tailFactor);
     }
 
     public TransformConfig withOversampling(double p) {
@@ -83,7 +120,9 @@ public record TransformConfig(
                 brightnessProbability,
                 noiseStd,
                 noiseProbability,
-                voxelsPerStep);
+                voxelsPerStep,
+                tailFraction,
+                tailFactor);
     }
 
     private static void checkProbability(String name, double p) {

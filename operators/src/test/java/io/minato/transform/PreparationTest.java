@@ -22,7 +22,7 @@ class PreparationTest {
             TransformConfig.mlperf(16).withVoxelsPerStep(3000);
 
     private static final TransformConfig ONLY_CROP =
-            new TransformConfig(Shape3.cube(4), 0, 0, 0.3, 0, 0.1, 0, 1 << 20);
+            new TransformConfig(Shape3.cube(4), 0, 0, 0.3, 0, 0.1, 0, 1 << 20, 0, 1);
 
     @Test
     void shouldReturnAPatchOfThePatchShapeWithLabelsFromTheVolume() {
@@ -70,7 +70,11 @@ class PreparationTest {
                         .isTrue();
             }
         }
-        assertThat(stopsSeen).containsAll(EnumSet.complementOf(EnumSet.of(Preparation.Step.DONE)));
+        // TAIL only runs with the bench's tail knob (its own test).
+        assertThat(stopsSeen)
+                .containsAll(
+                        EnumSet.complementOf(
+                                EnumSet.of(Preparation.Step.DONE, Preparation.Step.TAIL)));
     }
 
     @Test
@@ -108,12 +112,57 @@ class PreparationTest {
         assertThat(stopsSeen).contains(Preparation.Step.PICK).doesNotContain(Preparation.Step.SCAN);
     }
 
+    /** The bench's tail knob adds work to a deterministic fraction of samples, never bytes. */
+    @Test
+    void shouldMakeAFractionOfSamplesHeavyWithoutChangingAnyByte() throws IOException {
+        Volume v = SyntheticVolumes.blobs(VOLUME, 12);
+        TransformConfig tail = CONFIG.withTail(0.3, 4);
+        int n = 400;
+        int heavy = 0;
+        for (int i = 0; i < n; i++) {
+            SampleKey key = new SampleKey(17, 1, i);
+            Preparation plain = run(key, v, CONFIG);
+            Preparation loaded = run(key, v, tail);
+            assertThat(loaded.result().sameContent(plain.result())).as("key %s", key).isTrue();
+            if (loaded.tailSink() != 0) {
+                heavy++;
+            }
+        }
+        assertThat(heavy / (double) n).isCloseTo(0.3, within(0.07));
+
+        // Resumable inside the extra work too, with the same result.
+        Set<Preparation.Step> stopsSeen = EnumSet.noneOf(Preparation.Step.class);
+        for (int i = 0; i < 12; i++) {
+            SampleKey key = new SampleKey(17, 1, i);
+            Preparation whole = run(key, v, tail);
+            Preparation p = Preparation.start(key);
+            int steps = 0;
+            while (!p.isDone()) {
+                p = roundTrip(p);
+                stopsSeen.add(p.step());
+                p.advance(v, tail);
+                steps++;
+            }
+            assertThat(p.result().sameContent(whole.result())).isTrue();
+            assertThat(p.tailSink()).isEqualTo(whole.tailSink());
+        }
+        assertThat(stopsSeen).contains(Preparation.Step.TAIL);
+    }
+
+    private static Preparation run(SampleKey key, Volume v, TransformConfig config) {
+        Preparation p = Preparation.start(key);
+        while (!p.isDone()) {
+            p.advance(v, config);
+        }
+        return p;
+    }
+
     @Test
     void shouldNotDependOnHowFinelyTheHeavyStepsAreSplit() {
         Volume v = SyntheticVolumes.blobs(VOLUME, 6);
         // Every branch taken: foreground crop, brightness and noise on every sample.
         TransformConfig always =
-                new TransformConfig(Shape3.cube(16), 1, 1.0 / 3, 0.3, 1, 0.1, 1, 1);
+                new TransformConfig(Shape3.cube(16), 1, 1.0 / 3, 0.3, 1, 0.1, 1, 1, 0, 1);
         for (int i = 0; i < 30; i++) {
             SampleKey key = new SampleKey(3, 0, i);
             for (TransformConfig c : new TransformConfig[] {CONFIG, always}) {
@@ -172,7 +221,7 @@ class PreparationTest {
         Shape3 small = new Shape3(2, 3, 4);
         Volume v = SyntheticVolumes.coordinates(small, (byte) 1);
         TransformConfig config =
-                new TransformConfig(new Shape3(4, 5, 8), 0, 0, 0.3, 0, 0.1, 0, 1 << 20);
+                new TransformConfig(new Shape3(4, 5, 8), 0, 0, 0.3, 0, 0.1, 0, 1 << 20, 0, 1);
         Patch p = Preparation.prepare(new SampleKey(1, 0, 0), v, config);
         assertThat(p.shape()).isEqualTo(new Shape3(4, 5, 8));
         // Centred padding: offsets (1, 1, 2); edge mode repeats the border voxels.
@@ -230,7 +279,7 @@ class PreparationTest {
             label[i] = (byte) (i % 3);
         }
         Volume v = Volume.of("coords", s, image, label);
-        TransformConfig config = new TransformConfig(s, 0, 1.0 / 3, 0.3, 0, 0.1, 0, 1 << 20);
+        TransformConfig config = new TransformConfig(s, 0, 1.0 / 3, 0.3, 0, 0.1, 0, 1 << 20, 0, 1);
         int n = 3000;
         int[] flips = new int[3];
         for (int i = 0; i < n; i++) {
@@ -258,7 +307,7 @@ class PreparationTest {
     void shouldScaleBrightnessByOnePlusAFactorInRangeWithProbabilityZeroPointOne() {
         Volume v = SyntheticVolumes.constant(Shape3.cube(6), 1f, (byte) 1);
         TransformConfig config =
-                new TransformConfig(Shape3.cube(4), 0, 0, 0.3, 0.1, 0.1, 0, 1 << 20);
+                new TransformConfig(Shape3.cube(4), 0, 0, 0.3, 0.1, 0.1, 0, 1 << 20, 0, 1);
         int n = 4000;
         int scaled = 0;
         for (int i = 0; i < n; i++) {
@@ -279,7 +328,7 @@ class PreparationTest {
     void shouldAddZeroMeanNoiseOfStdBelowZeroPointOneWithProbabilityZeroPointOne() {
         Volume v = SyntheticVolumes.constant(new Shape3(12, 12, 12), 0f, (byte) 1);
         TransformConfig config =
-                new TransformConfig(Shape3.cube(10), 0, 0, 0.3, 0, 0.1, 0.1, 1 << 20);
+                new TransformConfig(Shape3.cube(10), 0, 0, 0.3, 0, 0.1, 0.1, 1 << 20, 0, 1);
         int n = 2000;
         int noisy = 0;
         double maxStd = 0;

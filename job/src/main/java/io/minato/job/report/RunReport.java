@@ -1,5 +1,6 @@
 package io.minato.job.report;
 
+import io.minato.job.DataOptions;
 import io.minato.job.Evaluation;
 import io.minato.stats.Distribution;
 import io.minato.trainer.DeviceSummary;
@@ -24,7 +25,8 @@ import java.util.Locale;
  * {@code memory_total_bytes} the largest GPU's memory; null when no device had a reading (no GPU).
  * {@code "case_cache"} (after {@code "prep_ms"}) counts the preparations' lookups of remembered
  * per-case results: {@code hits}, {@code misses} (each miss scanned the case); null when the cache
- * was off.
+ * was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}), null when
+ * off.
  */
 public final class RunReport {
 
@@ -46,7 +48,8 @@ public final class RunReport {
             Double timeoutMs,
             Evaluation.Dice dice,
             DjlAccelerator.Settings optimizer,
-            CacheCounts caseCache) {}
+            CacheCounts caseCache,
+            DataOptions.Tail tail) {}
 
     /** Lookups of remembered per-case results over the whole job; null in the inputs: cache off. */
     public record CacheCounts(long hits, long misses) {}
@@ -198,6 +201,17 @@ public final class RunReport {
         b.append(", \"p99\": ").append(DeviceSummary.Json.number(prepMs.p99()));
         b.append(", \"max\": ").append(DeviceSummary.Json.number(prepMs.max()));
         b.append(", \"sum\": ").append(DeviceSummary.Json.number(prepMs.sum())).append("},\n");
+        DataOptions.Tail tail = in.tail();
+        b.append("  \"tail\": ")
+                .append(
+                        tail == null
+                                ? "null"
+                                : "{\"fraction\": "
+                                        + DeviceSummary.Json.number(tail.fraction())
+                                        + ", \"factor\": "
+                                        + tail.factor()
+                                        + "}")
+                .append(",\n");
         CacheCounts cc = in.caseCache();
         b.append("  \"case_cache\": ")
                 .append(

@@ -113,6 +113,7 @@ class RunReportTest {
                         null,
                         null,
                         null,
+                        null,
                         null),
                 run);
     }

@@ -30,7 +30,7 @@ final class SampleFixtures {
      * brightness and noise on every sample, so that the steps after the crop change the patch.
      */
     static final TransformConfig CONFIG =
-            new TransformConfig(Shape3.cube(8), 1, 1.0 / 3, 0.3, 1, 0.1, 1, 400);
+            new TransformConfig(Shape3.cube(8), 1, 1.0 / 3, 0.3, 1, 0.1, 1, 400, 0, 1);
 
     /** A volume with two labelled boxes (a kidney holding a tumour) and a ramp image. */
     static Volume volume() {
