@@ -385,7 +385,12 @@ public final class TrainCommand implements Callable<Integer> {
             return null;
         }
         Double ms = result.getAccumulatorResult(io.minato.loader.AugmentOperator.TIMEOUT_MS);
-        return ms != null ? ms : policy.isAuto() ? null : policy.timeoutNanos() / 1e6;
+        // No worker set a deadline (an auto timeout over fewer samples than it needs to learn
+        // one): the maximum over none is -Infinity; say "none".
+        if (ms != null && Double.isFinite(ms)) {
+            return ms;
+        }
+        return policy.isAuto() ? null : policy.timeoutNanos() / 1e6;
     }
 
     /**
