@@ -1,5 +1,8 @@
 package io.minato.job;
 
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -14,6 +17,22 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  */
 public final class FlinkSetup {
     private FlinkSetup() {}
+
+    /**
+     * Deletes the copy of Flink's RPC jar (24 MB) that an embedded cluster extracts into its
+     * temporary folder: the cluster deletes it when it closes, but it closes asynchronously after
+     * the job, and the process may end first (seen: one jar left in /tmp per run).
+     */
+    public static void deleteRpcJars(Path tmpDir) throws IOException {
+        if (!Files.isDirectory(tmpDir)) {
+            return;
+        }
+        try (DirectoryStream<Path> jars = Files.newDirectoryStream(tmpDir, "flink-rpc-*.jar")) {
+            for (Path jar : jars) {
+                Files.deleteIfExists(jar);
+            }
+        }
+    }
 
     /** Settings every run of the job needs, on the embedded cluster and on a real one. */
     public static Configuration jobConfiguration(
@@ -39,10 +58,11 @@ public final class FlinkSetup {
 
     /**
      * The environment: the cluster's when submitted with {@code flink run}, else an embedded
-     * MiniCluster with enough slots and, if asked, the web UI on {@code restPort}.
+     * MiniCluster with enough slots and, if asked, the web UI on {@code restPort}, keeping its
+     * temporary files (RocksDB's working folders, Flink's RPC jar) in {@code tmpDir}.
      */
     public static StreamExecutionEnvironment environment(
-            Configuration job, int slots, boolean webUi, int restPort) {
+            Configuration job, int slots, boolean webUi, int restPort, Path tmpDir) {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(job);
         if (!(env instanceof LocalStreamEnvironment)) {
             return env; // inside `flink run`: the cluster's environment
@@ -51,6 +71,7 @@ public final class FlinkSetup {
         local.setString("taskmanager.numberOfTaskSlots", Integer.toString(slots));
         local.setString("rest.port", Integer.toString(restPort));
         local.setString("rest.bind-address", "localhost");
+        local.setString("io.tmp.dirs", tmpDir.toAbsolutePath().toString());
         // Samples cross operators as identities (SampleHandoff); whole patches travel only when
         // the handoff is full or a slow sample leaves after its crop. 1 MiB segments keep such a
         // record from crawling through credit-based flow control a few segments at a time; 128

@@ -293,12 +293,14 @@ public final class TrainCommand implements Callable<Integer> {
                         slow,
                         timeoutPolicy);
         int slots = Math.max(Math.max(fast, slow), dev.devices().size());
+        Path flinkTmp = Files.createDirectories(run.resolve("tmp"));
         StreamExecutionEnvironment env =
                 FlinkSetup.environment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(checkpointMillis), 3),
                         slots,
                         webUi,
-                        restPort);
+                        restPort,
+                        flinkTmp);
         new LoaderJob(settings, sink).build(env);
 
         err.printf(
@@ -321,7 +323,12 @@ public final class TrainCommand implements Callable<Integer> {
         err.flush();
         long cpu0 = processCpuNanos();
         long start = System.currentTimeMillis();
-        JobExecutionResult result = env.execute("minato-flink train (" + loader + ")");
+        JobExecutionResult result;
+        try {
+            result = env.execute("minato-flink train (" + loader + ")");
+        } finally {
+            FlinkSetup.deleteRpcJars(flinkTmp);
+        }
         long processCpu = processCpuNanos() - cpu0;
         Long firstRequest = result.getAccumulatorResult(SampleSource.FIRST_REQUEST_MILLIS);
 

@@ -52,6 +52,13 @@ class TrainCommandTest {
                         out.resolve("cache").toString());
         assertThat(run.status()).as(run.err()).isZero();
         assertThat(run.out()).contains("minato: ").contains("8 samples").contains("0 dropped");
+        try (var tmp = Files.list(out.resolve("run").resolve("tmp"))) {
+            assertThat(tmp.map(f -> f.getFileName().toString()))
+                    .as(
+                            "the embedded cluster's temporary files stay in the run folder, and its"
+                                    + " 24 MB RPC jar is deleted")
+                    .noneMatch(f -> f.startsWith("flink-rpc-"));
+        }
         // 8 samples are too few for the auto timeout to set a deadline.
         assertThat(run.out()).contains("timeout none").doesNotContain("Infinity");
         try (var entries = Files.list(out.resolve("cache"))) {
