@@ -5,8 +5,11 @@ import io.minato.data.CaseCache;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
 import io.minato.transform.Volume;
+import java.io.IOException;
 import java.io.Serializable;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -71,10 +74,50 @@ public final class CaseTable implements Serializable {
         Volume v = open.get(caseIndex);
         if (v == null) {
             CaseFiles f = files(caseIndex);
-            v = CaseCheck.open(f).withMemo(cache.memo(f, counters()));
+            v = mapped(f).withMemo(cache.memo(f, counters()));
             open.put(caseIndex, v);
         }
         return v;
+    }
+
+    /**
+     * Mappings shared by every operator in this JVM: the kernel hands out a page of a mapping on
+     * its first touch, so three operators with their own mappings of a case touched (and faulted
+     * on) every page three times. Keyed by the files' identity, so a replaced file is mapped anew.
+     */
+    private static final Map<String, Volume> MAPPED =
+            new LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Volume> eldest) {
+                    return size() > OPEN_VOLUMES;
+                }
+            };
+
+    private static Volume mapped(CaseFiles f) throws BadInputException {
+        String key = identity(f.image()) + "|" + identity(f.label());
+        synchronized (MAPPED) {
+            Volume v = MAPPED.get(key);
+            if (v == null) {
+                v = CaseCheck.open(f);
+                MAPPED.put(key, v);
+            }
+            return v;
+        }
+    }
+
+    private static String identity(Path file) {
+        try {
+            var a = Files.readAttributes(file, BasicFileAttributes.class);
+            return file.toAbsolutePath()
+                    + ":"
+                    + a.size()
+                    + ":"
+                    + a.lastModifiedTime().toMillis()
+                    + ":"
+                    + a.fileKey();
+        } catch (IOException e) {
+            return file.toAbsolutePath().toString(); // CaseCheck.open says what is wrong
+        }
     }
 
     public CaseCache cache() {
