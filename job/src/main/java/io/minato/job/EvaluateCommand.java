@@ -1,5 +1,7 @@
 package io.minato.job;
 
+import ai.djl.Device;
+import io.minato.trainer.gpu.DeviceSpec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -8,6 +10,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** Evaluates a saved 3D-UNet on the held-out cases of a dataset and prints its Dice. */
@@ -33,25 +36,47 @@ public final class EvaluateCommand implements Callable<Integer> {
             description = "The width the model was trained with (default: ${DEFAULT-VALUE}).")
     double width = TrainCommand.DEFAULT_WIDTH;
 
+    @Option(
+            names = "--device",
+            paramLabel = "D",
+            description =
+                    "Where to run the model: cpu, gpu (the first GPU) or gpu:I (also gpuI); the"
+                            + " first of a list. Default: the first GPU if there is one, else"
+                            + " cpu.")
+    String device;
+
     @Spec CommandSpec spec;
 
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        DataOptions.Cases cases = data.cases(spec.commandLine().getErr());
+        PrintWriter err = spec.commandLine().getErr();
+        Device on;
+        try {
+            DeviceSpec dev = DeviceSpec.parse(device);
+            dev.fallbackNotice().ifPresent(err::println);
+            dev = TrainCommand.withTorchDevices(dev, err);
+            on = DeviceSpec.djlDevice(dev.devices().get(0));
+        } catch (IllegalArgumentException e) {
+            // DeviceSpec speaks of the train command's --devices; this option is --device.
+            throw new ParameterException(
+                    spec.commandLine(), e.getMessage().replaceFirst("^--devices ", "--device "));
+        }
+        DataOptions.Cases cases = data.cases(err);
         if (cases.held().isEmpty()) {
-            throw new picocli.CommandLine.ParameterException(
+            throw new ParameterException(
                     spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");
         }
-        Evaluation.Dice d = Evaluation.evaluate(model, width, data.patchEdge(), cases.held());
+        Evaluation.Dice d = Evaluation.evaluate(model, width, data.patchEdge(), cases.held(), on);
         out.printf(
                 Locale.ROOT,
-                "Dice %.3f (kidney %.3f, tumour %.3f) on %d held-out case(s) of %s%n",
+                "Dice %.3f (kidney %.3f, tumour %.3f) on %d held-out case(s) of %s, on %s%n",
                 d.mean(),
                 d.kidney(),
                 d.tumor(),
                 d.cases(),
-                cases.dir());
+                cases.dir(),
+                on.isGpu() ? "gpu" + on.getDeviceId() : "cpu");
         out.flush();
         return 0;
     }

@@ -20,7 +20,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
-/** Mean Dice of a saved 3D-UNet over held-out cases, by sliding-window inference on each volume. */
+/**
+ * Mean Dice of a saved 3D-UNet over held-out cases, by sliding-window inference on each volume, on
+ * the device given (a run evaluates on its first training device).
+ */
 public final class Evaluation {
     /** Windows per forward pass: enough to amortise the call, small enough for the CPU cache. */
     private static final int WINDOWS_PER_FORWARD = 4;
@@ -30,7 +33,8 @@ public final class Evaluation {
     /** Kidney and tumour Dice averaged over cases; mean is their average, as the MLPerf metric. */
     public record Dice(double mean, double kidney, double tumor, int cases) {}
 
-    public static Dice evaluate(Path modelDir, double width, int patch, List<CaseFiles> cases)
+    public static Dice evaluate(
+            Path modelDir, double width, int patch, List<CaseFiles> cases, Device device)
             throws IOException, BadInputException {
         if (!Files.isRegularFile(modelDir.resolve(DjlAccelerator.MODEL_NAME + "-0000.params"))) {
             throw new BadInputException(
@@ -41,8 +45,8 @@ public final class Evaluation {
         }
         double kidney = 0;
         double tumor = 0;
-        try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, Device.cpu());
-                NDManager manager = NDManager.newBaseManager(Device.cpu())) {
+        try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, device);
+                NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(Unet3d.builder().optWidth(width).build());
             try {
                 model.load(modelDir, DjlAccelerator.MODEL_NAME);

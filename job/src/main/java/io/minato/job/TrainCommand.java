@@ -341,7 +341,11 @@ public final class TrainCommand implements Callable<Integer> {
             err.flush();
             dice =
                     Evaluation.evaluate(
-                            run.resolve("model-device-0"), width, data.patchEdge(), cases.held());
+                            run.resolve("model-device-0"),
+                            width,
+                            data.patchEdge(),
+                            cases.held(),
+                            ((DjlAccelerator.Factory) acceleratorFactory).device(0));
         }
         RunReport r =
                 RunReport.build(
@@ -404,7 +408,7 @@ public final class TrainCommand implements Callable<Integer> {
      * GPUs seen through NVML are of no use when DJL's PyTorch is the bundled CPU build: says so in
      * one line and trains on as many CPU replicas instead.
      */
-    private static DeviceSpec withTorchDevices(DeviceSpec dev, PrintWriter err) {
+    static DeviceSpec withTorchDevices(DeviceSpec dev, PrintWriter err) {
         boolean wantsGpu = dev.devices().stream().anyMatch(TrainingDevice::isGpu);
         if (!wantsGpu) {
             return dev;

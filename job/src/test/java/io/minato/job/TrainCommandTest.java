@@ -205,6 +205,27 @@ class TrainCommandTest {
         MainTest.Run eval = evaluate(cases, out.resolve("run").resolve("model-device-0"));
         assertThat(eval.status()).as(eval.err()).isZero();
         assertThat(eval.out()).startsWith("Dice ").contains("on 1 held-out case(s)");
+        // On the device asked; a GPU this machine lacks falls back in one line, a bad name fails.
+        MainTest.Run onCpu =
+                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--device", "cpu");
+        assertThat(onCpu.status()).as(onCpu.err()).isZero();
+        assertThat(onCpu.out()).isEqualTo(eval.out().replace(", on gpu0", ", on cpu"));
+        assertThat(onCpu.out().strip()).endsWith(", on cpu");
+        if (Files.notExists(Path.of("/dev/nvidiactl"))) {
+            MainTest.Run noGpu =
+                    evaluate(
+                            cases,
+                            out.resolve("run").resolve("model-device-0"),
+                            "--device",
+                            "gpu0");
+            assertThat(noGpu.status()).as(noGpu.err()).isZero();
+            assertThat(noGpu.out()).isEqualTo(onCpu.out());
+            assertThat(noGpu.err()).contains("no GPU");
+        }
+        MainTest.Run badDevice =
+                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--device", "tpu");
+        assertThat(badDevice.status()).isEqualTo(2);
+        assertThat(badDevice.err()).contains("tpu");
         MainTest.Run missing = evaluate(cases, out.resolve("nothing-here"));
         assertThat(missing.status()).isEqualTo(Main.EXIT_BAD_INPUT);
         assertThat(missing.err().strip()).doesNotContain("\n");

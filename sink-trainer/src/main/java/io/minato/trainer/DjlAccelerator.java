@@ -4,8 +4,11 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.pytorch.engine.PtNDArray;
@@ -19,7 +22,7 @@ import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.unet.DiceCeLoss;
 import io.minato.trainer.unet.Unet3d;
-import io.minato.transform.Patch;
+import io.minato.transform.Shape3;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -28,6 +31,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,10 +41,13 @@ import java.util.List;
  * SGD with momentum (PyTorch's update rule: optional weight decay and Nesterov) and a linear
  * learning-rate warm-up.
  *
- * <p>The step is split as data parallelism needs it: forward and backward on the device, then the
- * gradient goes through the {@link ReplicaGroup} (when {@link #replicate} joined one) and every
- * replica applies the same averaged update. The update runs on a host copy of the parameters and
- * the momentum, which is also what {@link #snapshot()} writes into the checkpoint, so a restored
+ * <p>The step stays on the device. Parameters, gradients and momentum live there; the update is a
+ * few in-place array operations per parameter, run where the parameter is. Alone (one device, or a
+ * {@link ReplicaGroup} of one) nothing but the batch goes up and the loss (4 bytes) comes down per
+ * step. With replicas, each device's gradients are gathered into one flat array on the device,
+ * copied to the host once, averaged by the group, and the average goes back in one copy; every
+ * replica then applies the same update to the same parameters, so replicas stay bit-identical.
+ * Parameters and momentum reach the host only for {@link #snapshot()} (a checkpoint), so a restored
  * run continues with both.
  */
 public final class DjlAccelerator implements Accelerator {
@@ -170,10 +177,14 @@ public final class DjlAccelerator implements Accelerator {
     private ReplicaGroup.Member member; // null: trains alone
     private Model model;
     private Trainer trainer;
-    private List<Parameter> parameters;
-    private float[][] weights; // host copy of the parameters, in parameter order
-    private float[][] velocity; // SGD momentum buffers
-    private int gradientLength;
+    private NDManager state; // the momentum buffers and the optimizer's constants, on the device
+    private NDArray[] velocity; // SGD momentum buffers, in parameter order
+    private int[] lengths; // values per parameter
+    private long gradientLength;
+    private NDArray[] weights; // the parameters' arrays, in parameter order
+    private DeviceSgd sgd;
+    private ByteBuffer imageBuffer; // the batch's bytes on their way to the device, reused
+    private ByteBuffer labelBuffer;
     private long step; // global steps applied
     private byte[] pendingRestore;
 
@@ -220,37 +231,65 @@ public final class DjlAccelerator implements Accelerator {
     public StepResult train(Batch batch) throws InterruptedException {
         long start = System.nanoTime();
         initialize();
-        Shape shape = shapeOf(batch);
-        float loss;
-        float[] gradient;
+        int samples = batch.samples().size();
         try (NDManager scope = trainer.getManager().newSubManager()) {
-            NDArray x = scope.create(images(batch), shape);
-            NDArray y = scope.create(labels(batch), shape);
+            NDArray x = images(batch, scope);
+            NDArray y = labels(batch, scope);
             // Not DJL's GradientCollector: it allows one collector per JVM, and replicas train at
             // the same time. Grad mode is per thread in libtorch.
             boolean gradMode = JniUtils.isGradMode();
             JniUtils.setGradMode(true);
+            NDArray l;
             try {
                 NDList prediction = trainer.forward(new NDList(x));
-                NDArray l = trainer.getLoss().evaluate(new NDList(y), prediction);
+                l = trainer.getLoss().evaluate(new NDList(y), prediction);
                 JniUtils.backward(
                         (PtNDArray) l, (PtNDArray) scope.ones(l.getShape()), false, false);
-                loss = l.getFloat();
             } finally {
-                if (!gradMode) {
-                    JniUtils.setGradMode(false);
-                }
+                JniUtils.setGradMode(gradMode);
             }
-            gradient = takeGradients();
+            NDArray[] gradients = gradients(scope);
+            long waited;
+            if (member == null || member.size() == 1) {
+                // Alone: the group (if any) only orders the step against checkpoint cuts.
+                long t = System.nanoTime();
+                if (member != null && member.allReduce(step + 1, ALONE, samples) == null) {
+                    throw new IllegalStateException("the replica group ended during a step");
+                }
+                waited = System.nanoTime() - t;
+                update(gradients, scope);
+            } else {
+                float[] flat = flatten(gradients, scope);
+                long t = System.nanoTime();
+                float[] average = member.allReduce(step + 1, flat, samples);
+                waited = System.nanoTime() - t;
+                if (average == null) {
+                    throw new IllegalStateException(
+                            "the replica group ended during a step with data");
+                }
+                update(unflatten(average, scope), scope);
+            }
+            zeroGradients();
+            // The one value that leaves the device per step; read after the update is queued.
+            float loss = l.getFloat();
+            return new StepResult(loss, busyNanos(System.nanoTime() - start, waited, device));
         }
-        int samples = batch.samples().size();
-        float[] average = member == null ? gradient : member.allReduce(step + 1, gradient, samples);
-        if (average == null) {
-            throw new IllegalStateException("the replica group ended during a step with data");
-        }
-        update(average);
-        return new StepResult(loss, System.nanoTime() - start);
     }
+
+    /**
+     * A step's busy time: on a GPU the step less the time it waited on the host for the other
+     * replicas (or a checkpoint cut), which the GPU spends idle; on the CPU the whole step, as the
+     * CPU replicas' figure always was.
+     */
+    static long busyNanos(long stepNanos, long waitedNanos, Device device) {
+        return device.isGpu() ? Math.max(0, stepNanos - waitedNanos) : stepNanos;
+    }
+
+    /**
+     * What a device alone posts to its group of one: the gradient stays on the device, the group
+     * only orders the step against checkpoint cuts.
+     */
+    private static final float[] ALONE = new float[0];
 
     /**
      * A step without data of this device's own: posts nothing and applies the others' update.
@@ -267,7 +306,9 @@ public final class DjlAccelerator implements Accelerator {
         if (average == null) {
             return false;
         }
-        update(average);
+        try (NDManager scope = trainer.getManager().newSubManager()) {
+            update(unflatten(average, scope), scope);
+        }
         return true;
     }
 
@@ -284,68 +325,91 @@ public final class DjlAccelerator implements Accelerator {
                         new DefaultTrainingConfig(DiceCeLoss.builder().build())
                                 .optDevices(new Device[] {device}));
         trainer.initialize(INIT_SHAPE);
-        parameters = new ArrayList<>();
+        List<Parameter> parameters = new ArrayList<>();
         for (Pair<String, Parameter> p : model.getBlock().getParameters()) {
             parameters.add(p.getValue());
         }
-        weights = new float[parameters.size()][];
-        velocity = new float[parameters.size()][];
+        state = trainer.getManager().newSubManager();
+        weights = new NDArray[parameters.size()];
+        velocity = new NDArray[parameters.size()];
+        lengths = new int[parameters.size()];
         gradientLength = 0;
         for (int i = 0; i < weights.length; i++) {
-            weights[i] = parameters.get(i).getArray().toFloatArray();
-            velocity[i] = new float[weights[i].length];
-            gradientLength = Math.addExact(gradientLength, weights[i].length);
+            weights[i] = parameters.get(i).getArray();
+            velocity[i] = state.zeros(weights[i].getShape(), DataType.FLOAT32);
+            lengths[i] = Math.toIntExact(weights[i].size());
+            gradientLength += lengths[i];
         }
+        sgd =
+                new DeviceSgd(
+                        state, settings.momentum(), settings.weightDecay(), settings.nesterov());
         if (pendingRestore != null) {
             decodeState(pendingRestore);
             pendingRestore = null;
         }
         if (member != null) {
             // Replica 0's state, fresh or restored, is everyone's: replicas cannot diverge.
-            byte[] state = member.initialState(member.replica() == 0 ? encodeState() : null, step);
+            byte[] initial =
+                    member.initialState(member.replica() == 0 ? encodeState() : null, step);
             if (member.replica() != 0) {
-                decodeState(state);
+                decodeState(initial);
             }
-        }
-        for (int i = 0; i < weights.length; i++) {
-            parameters.get(i).getArray().set(weights[i]);
         }
     }
 
-    /** Copies every parameter's gradient into one vector and zeroes it for the next step. */
-    private float[] takeGradients() {
-        float[] flat = new float[gradientLength];
-        int offset = 0;
-        for (Parameter p : parameters) {
-            try (NDArray g = p.getArray().getGradient()) {
-                float[] values = g.toFloatArray();
-                System.arraycopy(values, 0, flat, offset, values.length);
-                offset += values.length;
-                g.subi(g);
-            }
+    /** Each parameter's gradient, as arrays of {@code scope} (views of libtorch's buffers). */
+    private NDArray[] gradients(NDManager scope) {
+        NDArray[] g = new NDArray[weights.length];
+        for (int i = 0; i < g.length; i++) {
+            g[i] = weights[i].getGradient();
+            g[i].attach(scope);
         }
-        return flat;
+        return g;
     }
 
-    /** PyTorch's SGD step (dampening 0) on the host copy, then onto the device. */
-    private void update(float[] gradient) {
+    /** Zeroes the gradients libtorch accumulates into, for the next backward pass. */
+    private void zeroGradients() {
+        for (NDArray w : weights) {
+            JniUtils.zeroGrad((PtNDArray) w);
+        }
+    }
+
+    /** The gradients as one host vector: gathered on the device, one copy down. */
+    private float[] flatten(NDArray[] gradients, NDManager scope) {
+        NDList flat = new NDList(gradients.length);
+        for (NDArray g : gradients) {
+            flat.add(g.reshape(-1));
+        }
+        NDArray all = NDArrays.concat(flat);
+        all.attach(scope);
+        return all.toFloatArray();
+    }
+
+    /** The averaged host vector back on the device in one copy, as one view per parameter. */
+    private NDArray[] unflatten(float[] average, NDManager scope) {
+        if (average.length != gradientLength) {
+            throw new IllegalStateException(
+                    "averaged gradient of "
+                            + average.length
+                            + " values for a model of "
+                            + gradientLength);
+        }
+        NDArray all = scope.create(average);
+        NDArray[] g = new NDArray[weights.length];
+        long offset = 0;
+        for (int i = 0; i < g.length; i++) {
+            g[i] =
+                    all.get(new NDIndex("{}:{}", offset, offset + lengths[i]))
+                            .reshape(weights[i].getShape());
+            offset += lengths[i];
+        }
+        return g;
+    }
+
+    /** The next global step's update, on the device. */
+    private void update(NDArray[] gradients, NDManager scope) {
         step++;
-        float lr = settings.learningRate(step);
-        float m = settings.momentum();
-        float wd = settings.weightDecay();
-        boolean nesterov = settings.nesterov();
-        int offset = 0;
-        for (int i = 0; i < weights.length; i++) {
-            float[] w = weights[i];
-            float[] v = velocity[i];
-            for (int j = 0; j < w.length; j++) {
-                float g = gradient[offset + j] + wd * w[j];
-                v[j] = m * v[j] + g;
-                w[j] -= lr * (nesterov ? g + m * v[j] : v[j]);
-            }
-            offset += w.length;
-            parameters.get(i).getArray().set(w);
-        }
+        sgd.apply(weights, gradients, velocity, settings.learningRate(step), scope);
     }
 
     /**
@@ -369,12 +433,10 @@ public final class DjlAccelerator implements Accelerator {
             pendingRestore = state; // applied when the model exists
         } else {
             decodeState(state);
-            for (int i = 0; i < weights.length; i++) {
-                parameters.get(i).getArray().set(weights[i]);
-            }
         }
     }
 
+    /** Parameters and momentum, copied from the device: a checkpoint's cost, not a step's. */
     private byte[] encodeState() {
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -385,9 +447,9 @@ public final class DjlAccelerator implements Accelerator {
             var named = model.getBlock().getParameters();
             for (int i = 0; i < weights.length; i++) {
                 out.writeUTF(named.get(i).getKey());
-                out.writeInt(weights[i].length);
-                writeFloats(out, weights[i]);
-                writeFloats(out, velocity[i]);
+                out.writeInt(lengths[i]);
+                writeFloats(out, weights[i].toFloatArray());
+                writeFloats(out, velocity[i].toFloatArray());
             }
             out.flush();
             return bytes.toByteArray();
@@ -396,8 +458,9 @@ public final class DjlAccelerator implements Accelerator {
         }
     }
 
-    private void decodeState(byte[] state) {
-        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(state))) {
+    /** Checks the whole state against the model first, then copies it to the device. */
+    private void decodeState(byte[] encoded) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(encoded))) {
             if (in.readInt() != STATE_MAGIC) {
                 throw new IllegalStateException("not a 3D-UNet training state");
             }
@@ -413,7 +476,7 @@ public final class DjlAccelerator implements Accelerator {
             for (int i = 0; i < n; i++) {
                 String name = in.readUTF();
                 int length = in.readInt();
-                if (!name.equals(named.get(i).getKey()) || length != weights[i].length) {
+                if (!name.equals(named.get(i).getKey()) || length != lengths[i]) {
                     throw new IllegalStateException(
                             "checkpoint parameter "
                                     + name
@@ -422,14 +485,16 @@ public final class DjlAccelerator implements Accelerator {
                                     + " values) where the model has "
                                     + named.get(i).getKey()
                                     + " ("
-                                    + weights[i].length
+                                    + lengths[i]
                                     + "): another width?");
                 }
                 w[i] = readFloats(in, length);
                 v[i] = readFloats(in, length);
             }
-            weights = w;
-            velocity = v;
+            for (int i = 0; i < n; i++) {
+                weights[i].set(w[i]);
+                velocity[i].set(v[i]);
+            }
             step = savedStep;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -482,32 +547,46 @@ public final class DjlAccelerator implements Accelerator {
         }
     }
 
-    private static Shape shapeOf(Batch batch) {
+    /**
+     * The batch's images as (N, 1, D, H, W) on the device: each patch copied once into a reused
+     * direct buffer, which libtorch reads in place on the CPU and copies once to a GPU.
+     */
+    private NDArray images(Batch batch, NDManager scope) {
         var s = batch.samples().get(0).patch().shape();
-        return new Shape(batch.samples().size(), 1, s.d(), s.h(), s.w());
-    }
-
-    private static float[] images(Batch batch) {
-        int n = (int) batch.samples().get(0).patch().shape().voxels();
-        float[] out = new float[n * batch.samples().size()];
-        int i = 0;
-        for (PreparedSample s : batch.samples()) {
-            System.arraycopy(s.patch().image(), 0, out, i++ * n, n);
+        int n = Math.toIntExact(s.voxels());
+        int bytes = Math.multiplyExact(Math.multiplyExact(n, batch.samples().size()), Float.BYTES);
+        if (imageBuffer == null || imageBuffer.capacity() < bytes) {
+            imageBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
         }
-        return out;
-    }
-
-    private static float[] labels(Batch batch) {
-        int n = (int) batch.samples().get(0).patch().shape().voxels();
-        float[] out = new float[n * batch.samples().size()];
-        int i = 0;
-        for (PreparedSample s : batch.samples()) {
-            Patch p = s.patch();
-            for (int k = 0; k < n; k++) {
-                out[i * n + k] = p.label()[k];
+        ByteBuffer b = imageBuffer.clear().limit(bytes);
+        var floats = b.asFloatBuffer();
+        for (PreparedSample sample : batch.samples()) {
+            float[] image = sample.patch().image();
+            if (image.length != n) {
+                throw new IllegalArgumentException(
+                        "batch " + batch.sequence() + " mixes patch shapes");
             }
-            i++;
+            floats.put(image);
         }
-        return out;
+        return scope.create(b, shape(batch, s), DataType.FLOAT32);
+    }
+
+    /** The batch's labels as (N, 1, D, H, W) bytes: the loss compares them as integers. */
+    private NDArray labels(Batch batch, NDManager scope) {
+        var s = batch.samples().get(0).patch().shape();
+        int n = Math.toIntExact(s.voxels());
+        int bytes = Math.multiplyExact(n, batch.samples().size());
+        if (labelBuffer == null || labelBuffer.capacity() < bytes) {
+            labelBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+        }
+        ByteBuffer b = labelBuffer.clear().limit(bytes);
+        for (PreparedSample sample : batch.samples()) {
+            b.put(sample.patch().label());
+        }
+        return scope.create(b.flip(), shape(batch, s), DataType.UINT8);
+    }
+
+    private static Shape shape(Batch batch, Shape3 s) {
+        return new Shape(batch.samples().size(), 1, s.d(), s.h(), s.w());
     }
 }

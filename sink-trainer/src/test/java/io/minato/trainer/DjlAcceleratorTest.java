@@ -117,6 +117,79 @@ class DjlAcceleratorTest {
         }
     }
 
+    /**
+     * A device alone keeps its gradient on the device and posts nothing to its group of one; it
+     * must train exactly as a trainer outside any group, and still step with the group's count.
+     */
+    @Test
+    void shouldTrainInAGroupOfOneExactlyAsAlone() throws Exception {
+        ReplicaGroup.Member member =
+                ReplicaGroup.join("alone-" + java.util.UUID.randomUUID(), 1, 0);
+        try (DjlAccelerator grouped = new DjlAccelerator(SETTINGS);
+                DjlAccelerator alone = new DjlAccelerator(SETTINGS)) {
+            grouped.replicate(member);
+            for (int i = 0; i < 3; i++) {
+                assertThat(grouped.train(batch()).loss()).isEqualTo(alone.train(batch()).loss());
+            }
+            assertThat(grouped.snapshot()).isEqualTo(alone.snapshot());
+            assertThat(grouped.step()).isEqualTo(3);
+            assertThat(member.startStep()).isEqualTo(3);
+            assertThat(grouped.idleStep()).isFalse(); // no data anywhere: training is over
+        } finally {
+            member.leave();
+        }
+    }
+
+    /** A GPU waiting on the host for its replicas is idle; CPU replicas keep the whole step. */
+    @Test
+    void shouldCountOnlyTheDevicesOwnTimeAsBusyOnAGpu() {
+        assertThat(DjlAccelerator.busyNanos(100, 30, Device.gpu(1))).isEqualTo(70);
+        assertThat(DjlAccelerator.busyNanos(100, 30, Device.cpu())).isEqualTo(100);
+        assertThat(DjlAccelerator.busyNanos(100, 0, Device.gpu())).isEqualTo(100);
+        assertThat(DjlAccelerator.busyNanos(5, 9, Device.gpu())).isZero(); // clock granularity
+    }
+
+    @Test
+    void shouldRefuseABatchThatMixesPatchShapes() {
+        Batch one = batch();
+        Shape3 small = Shape3.cube(16);
+        var mixed =
+                new Batch(
+                        0,
+                        3,
+                        List.of(
+                                one.samples().get(0),
+                                new PreparedSample(
+                                        new SampleTask(1, 0, 1, 0),
+                                        SamplePath.FAST,
+                                        1,
+                                        new Patch(
+                                                small,
+                                                new float[(int) small.voxels()],
+                                                new byte[(int) small.voxels()]))));
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            assertThatThrownBy(() -> a.train(mixed))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("batch 3 mixes patch shapes");
+        }
+    }
+
+    @Test
+    void shouldRefuseTheStateOfAnotherWidthInOneLine() throws Exception {
+        byte[] narrow;
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            narrow = a.initializedState();
+        }
+        DjlAccelerator.Settings wide = new DjlAccelerator.Settings(0.25, 0.01f, 0.9f, 2, 3);
+        try (DjlAccelerator b = new DjlAccelerator(wide)) {
+            b.restore(narrow);
+            assertThatThrownBy(() -> b.train(batch()))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("another width?")
+                    .hasMessageNotContaining("\n");
+        }
+    }
+
     @Test
     void shouldHaveNoGpuMonitorOnTheCpuNorOnAGpuThisMachineLacks() {
         try (DjlAccelerator cpu = new DjlAccelerator(SETTINGS)) {

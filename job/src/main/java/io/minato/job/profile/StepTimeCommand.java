@@ -22,7 +22,7 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Times the real training step (forward, backward, SGD update on the host copy) of the 3D-UNet per
+ * Times the real training step (forward, backward, SGD update on the device) of the 3D-UNet per
  * batch, for each width and patch asked, on synthetic batches: what the accelerator costs, without
  * the loader.
  */
