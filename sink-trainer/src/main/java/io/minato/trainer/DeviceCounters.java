@@ -9,6 +9,10 @@ import io.minato.sample.SamplePath;
  * consistent copy. Busy time is what the accelerator reports per step; wait time is the gaps
  * between consecutive steps (start-up before the first step is not waiting). Times of day are epoch
  * millis (0: no step yet), durations nanos.
+ *
+ * <p>The first epoch (epoch 0, the one that meets every case cold) is told apart from the later
+ * ones: {@code firstEpochEndMillis} is when the last step holding an epoch-0 sample ended, and
+ * {@code samplesAtFirstEpochEnd} how many samples this device had trained by then.
  */
 public record DeviceCounters(
         long steps,
@@ -19,10 +23,12 @@ public record DeviceCounters(
         double firstLoss,
         double lastLoss,
         long firstStepStartMillis,
-        long lastStepEndMillis) {
+        long lastStepEndMillis,
+        long firstEpochEndMillis,
+        long samplesAtFirstEpochEnd) {
 
     public static final DeviceCounters ZERO =
-            new DeviceCounters(0, 0, 0, 0, 0, Double.NaN, Double.NaN, 0, 0);
+            new DeviceCounters(0, 0, 0, 0, 0, Double.NaN, Double.NaN, 0, 0, 0, 0);
 
     public long samples() {
         return fast + slow;
@@ -33,12 +39,14 @@ public record DeviceCounters(
             Batch batch, StepResult result, long waitNanos, long startMillis, long endMillis) {
         long f = 0;
         long s = 0;
+        boolean firstEpoch = false;
         for (PreparedSample sample : batch.samples()) {
             if (sample.path() == SamplePath.FAST) {
                 f++;
             } else {
                 s++;
             }
+            firstEpoch |= sample.task().epoch() == 0;
         }
         return new DeviceCounters(
                 steps + 1,
@@ -49,6 +57,8 @@ public record DeviceCounters(
                 steps == 0 ? result.loss() : firstLoss,
                 result.loss(),
                 steps == 0 ? startMillis : firstStepStartMillis,
-                endMillis);
+                endMillis,
+                firstEpoch ? endMillis : firstEpochEndMillis,
+                firstEpoch ? samples() + f + s : samplesAtFirstEpochEnd);
     }
 }

@@ -12,7 +12,8 @@ import java.util.Map;
 /**
  * What one trainer sink subtask did, written as {@code summary-device-<d>.json} at the end for the
  * job driver's report. Losses are {@code NaN} (JSON null) when the accelerator reports none; step
- * times are epoch millis, 0 when no step ran.
+ * times are epoch millis, 0 when no step ran (the first epoch's end: 0 when no epoch-0 sample was
+ * trained here).
  *
  * <p>{@code gpu} holds the readings of the device's GPU (JSON {@code gpu_samples}, {@code
  * gpu_util_mean_percent}, {@code gpu_mem_peak_bytes}, {@code gpu_mem_total_bytes}); null, and those
@@ -32,6 +33,8 @@ public record DeviceSummary(
         double lastLoss,
         long firstStepStartMillis,
         long lastStepEndMillis,
+        long firstEpochEndMillis,
+        long samplesAtFirstEpochEnd,
         GpuStats gpu) {
 
     /**
@@ -51,6 +54,8 @@ public record DeviceSummary(
                 c.lastLoss(),
                 c.firstStepStartMillis(),
                 c.lastStepEndMillis(),
+                c.firstEpochEndMillis(),
+                c.samplesAtFirstEpochEnd(),
                 gpu);
     }
 
@@ -84,6 +89,10 @@ public record DeviceSummary(
                 + firstStepStartMillis
                 + ", \"last_step_end_ms\": "
                 + lastStepEndMillis
+                + ", \"first_epoch_end_ms\": "
+                + firstEpochEndMillis
+                + ", \"samples_at_first_epoch_end\": "
+                + samplesAtFirstEpochEnd
                 + ", \"gpu_samples\": "
                 + (gpu == null ? "null" : gpu.samples())
                 + ", \"gpu_util_mean_percent\": "
@@ -133,6 +142,8 @@ public record DeviceSummary(
                     Json.decimal(m, "loss_last"),
                     Json.integer(m, "first_step_start_ms"),
                     Json.integer(m, "last_step_end_ms"),
+                    Json.integer(m, "first_epoch_end_ms"),
+                    Json.integer(m, "samples_at_first_epoch_end"),
                     gpu(m));
         } catch (IllegalArgumentException e) {
             throw new IOException("bad device summary " + file + ": " + e.getMessage(), e);

@@ -13,13 +13,14 @@ import org.apache.flink.core.memory.DataOutputSerializer;
  * Checkpoint format of {@link TrainerWriterState}.
  *
  * <p>Queued batches are written with the job's {@link BatchSerializer}, their samples as identities
- * only (version 2; version 1 held the patches): the trainer prepares them again after a restore. A
- * change to that format needs a new version here.
+ * only (since version 2; version 1 held the patches): the trainer prepares them again after a
+ * restore. Version 3 added the first epoch's end to the counters. A change to that format needs a
+ * new version here.
  */
 public final class TrainerWriterStateSerializer
         implements SimpleVersionedSerializer<TrainerWriterState> {
 
-    static final int VERSION = 2;
+    static final int VERSION = 3;
 
     @Override
     public int getVersion() {
@@ -44,6 +45,8 @@ public final class TrainerWriterStateSerializer
         out.writeDouble(c.lastLoss());
         out.writeLong(c.firstStepStartMillis());
         out.writeLong(c.lastStepEndMillis());
+        out.writeLong(c.firstEpochEndMillis());
+        out.writeLong(c.samplesAtFirstEpochEnd());
         out.writeInt(state.acceleratorState().length);
         out.write(state.acceleratorState());
         out.writeLong(state.traceLength());
@@ -76,6 +79,8 @@ public final class TrainerWriterStateSerializer
                         in.readLong(),
                         in.readDouble(),
                         in.readDouble(),
+                        in.readLong(),
+                        in.readLong(),
                         in.readLong(),
                         in.readLong());
         byte[] accelerator = new byte[checkedCount(in.readInt(), "accelerator state bytes")];

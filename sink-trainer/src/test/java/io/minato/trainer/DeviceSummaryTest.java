@@ -30,6 +30,8 @@ class DeviceSummaryTest {
                         0.0625,
                         1_760_000_000_123L,
                         1_760_000_012_456L,
+                        1_760_000_003_000L,
+                        24,
                         new GpuStats(25, 87.5, 61_203_283_968L, 85_520_809_984L));
         Path file = s.write(dir);
         assertThat(Files.readString(file))
@@ -37,6 +39,10 @@ class DeviceSummaryTest {
                         "\"gpu_samples\": 25, \"gpu_util_mean_percent\": 87.5,"
                                 + " \"gpu_mem_peak_bytes\": 61203283968,"
                                 + " \"gpu_mem_total_bytes\": 85520809984}");
+        assertThat(Files.readString(file))
+                .contains(
+                        "\"first_epoch_end_ms\": 1760000003000, \"samples_at_first_epoch_end\":"
+                                + " 24");
         assertThat(file).isEqualTo(dir.resolve("summary-device-2.json"));
         assertThat(DeviceSummary.read(file)).isEqualTo(s);
     }
@@ -76,6 +82,8 @@ class DeviceSummaryTest {
                         + " \"fast\": 2, \"slow\": 0, \"busy_s\": 0.5, \"wait_s\": 0.0,"
                         + " \"loss_first\": null, \"loss_last\": null, \"first_step_start_ms\": 1,"
                         + " \"last_step_end_ms\": 2";
+        assertBad(counters + "}", "\"first_epoch_end_ms\" is missing");
+        counters += ", \"first_epoch_end_ms\": 2, \"samples_at_first_epoch_end\": 2";
         assertBad(counters + "}", "\"gpu_samples\" is missing");
         assertBad(
                 counters

@@ -21,7 +21,18 @@ class TrainerWriterStateSerializerTest {
                         TestBatches.batch(3, 7, SamplePath.SLOW, SamplePath.FAST, SamplePath.FAST),
                         TestBatches.batch(3, 8));
         DeviceCounters counters =
-                new DeviceCounters(7, 10, 4, 123_456_789, 987_654, 0.9, 0.25, 1_700_000, 1_800_000);
+                new DeviceCounters(
+                        7,
+                        10,
+                        4,
+                        123_456_789,
+                        987_654,
+                        0.9,
+                        0.25,
+                        1_700_000,
+                        1_800_000,
+                        1_750_000,
+                        9);
         TrainerWriterState state =
                 new TrainerWriterState(3, queued, counters, new byte[] {1, 2, 3}, 4242);
 

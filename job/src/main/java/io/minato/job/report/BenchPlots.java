@@ -25,6 +25,10 @@ import javax.imageio.ImageIO;
  * table, and as PNG plots, {@code wall.png} (median wall time with min-max whiskers, and the median
  * {@code bound_s}) and {@code busy.png} (median accelerator busy %). Loaders and step times are
  * whatever the runs hold; loaders keep the order they first appear in, steps go up.
+ *
+ * <p>The table also tells the first epoch (every case cold) from the later ones: the median {@code
+ * first_epoch.wall_s} and {@code later_epochs.samples_per_s}, "-" where the reports have none (one
+ * epoch, or reports from before these fields).
  */
 public final class BenchPlots {
     static {
@@ -51,7 +55,9 @@ public final class BenchPlots {
             double busyFraction,
             double boundS,
             long slow,
-            long delivered) {}
+            long delivered,
+            double firstEpochS,
+            double laterSamplesPerS) {}
 
     /** Medians over the runs of one loader at one step time. */
     public record Row(
@@ -64,7 +70,9 @@ public final class BenchPlots {
             double busyPercent,
             double slowPercent,
             double boundS,
-            double wallOverBound) {}
+            double wallOverBound,
+            double firstEpochS,
+            double laterSamplesPerS) {}
 
     private final List<String> loaders;
     private final double[] steps;
@@ -104,7 +112,9 @@ public final class BenchPlots {
                                 median(g, r -> 100 * r.busyFraction()),
                                 median(g, r -> 100.0 * r.slow() / Math.max(1, r.delivered())),
                                 median(g, Run::boundS),
-                                median(g, r -> r.boundS() != 0 ? r.wallS() / r.boundS() : 0)));
+                                median(g, r -> r.boundS() != 0 ? r.wallS() / r.boundS() : 0),
+                                median(g, Run::firstEpochS),
+                                median(g, Run::laterSamplesPerS)));
             }
         }
     }
@@ -170,7 +180,24 @@ public final class BenchPlots {
                 number(m, "accelerator.busy_fraction"),
                 bound,
                 (long) number(m, "samples.slow"),
-                (long) number(m, "samples.delivered"));
+                (long) number(m, "samples.delivered"),
+                optional(m, "first_epoch.wall_s"),
+                optional(m, "later_epochs.samples_per_s"));
+    }
+
+    /** A number that reports may lack or hold as null: NaN then. */
+    private static double optional(Map<?, ?> m, String path) {
+        Object v = m;
+        for (String key : path.split("\\.")) {
+            if (!(v instanceof Map<?, ?> o) || o.get(key) == null) {
+                return Double.NaN;
+            }
+            v = o.get(key);
+        }
+        if (!(v instanceof Double d)) {
+            throw new IllegalArgumentException("\"" + path + "\" is not a number");
+        }
+        return d;
     }
 
     /** The value at a dotted path of keys through nested objects. */
@@ -199,9 +226,13 @@ public final class BenchPlots {
         return s;
     }
 
+    /** The median of the values that are numbers; NaN when none is. */
     private static <T> double median(List<T> items, ToDoubleFunction<T> f) {
-        double[] v = items.stream().mapToDouble(f).sorted().toArray();
+        double[] v = items.stream().mapToDouble(f).filter(x -> !Double.isNaN(x)).sorted().toArray();
         int n = v.length;
+        if (n == 0) {
+            return Double.NaN;
+        }
         return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     }
 
@@ -228,7 +259,7 @@ public final class BenchPlots {
         b.append(
                 String.format(
                         Locale.ROOT,
-                        "%7s %8s %8s %12s %7s %7s %8s %10s%n",
+                        "%7s %8s %8s %12s %7s %7s %8s %10s %9s %8s%n",
                         "step ms",
                         "loader",
                         "wall s",
@@ -236,12 +267,14 @@ public final class BenchPlots {
                         "busy %",
                         "slow %",
                         "bound s",
-                        "wall/bound"));
+                        "wall/bound",
+                        "1st ep s",
+                        "later/s"));
         for (Row r : rows) {
             b.append(
                     String.format(
                             Locale.ROOT,
-                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f%n",
+                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f %9s %8s%n",
                             r.stepMs(),
                             r.loader(),
                             r.wallS(),
@@ -249,9 +282,15 @@ public final class BenchPlots {
                             r.busyPercent(),
                             r.slowPercent(),
                             r.boundS(),
-                            r.wallOverBound()));
+                            r.wallOverBound(),
+                            orDash(r.firstEpochS(), "%.2f"),
+                            orDash(r.laterSamplesPerS(), "%.1f")));
         }
         return b.toString();
+    }
+
+    private static String orDash(double value, String format) {
+        return Double.isNaN(value) ? "-" : String.format(Locale.ROOT, format, value);
     }
 
     /** Runs per row: "3", or "2-3" when some rows have fewer. */

@@ -72,6 +72,8 @@ public final class RunReport {
     private final double gpuUtilizationMean;
     private final long gpuMemoryPeak;
     private final long gpuMemoryTotal;
+    private final long firstEpochEnd; // epoch millis; 0: no epoch-0 sample was trained
+    private final long samplesAtFirstEpochEnd;
 
     private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
         this.in = in;
@@ -84,7 +86,11 @@ public final class RunReport {
         long s = 0;
         double busy = 0;
         double wait = 0;
+        long epochEnd = 0;
+        long atEpochEnd = 0;
         for (DeviceSummary d : devices) {
+            epochEnd = Math.max(epochEnd, d.firstEpochEndMillis());
+            atEpochEnd += d.samplesAtFirstEpochEnd();
             lastEnd = Math.max(lastEnd, d.lastStepEndMillis());
             maxSteps = Math.max(maxSteps, d.steps());
             totalSteps += d.steps();
@@ -95,6 +101,8 @@ public final class RunReport {
             wait += d.waitSeconds();
         }
         wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - in.firstRequestMillis()) / 1000.0) : 0;
+        firstEpochEnd = epochEnd;
+        samplesAtFirstEpochEnd = atEpochEnd;
         steps = maxSteps;
         delivered = samples;
         fast = f;
@@ -148,6 +156,39 @@ public final class RunReport {
             prep.add(ms);
         }
         return new RunReport(in, devices, prep);
+    }
+
+    /**
+     * The first epoch apart from the later ones: the first meets every case cold (its files mapped,
+     * its foreground components scanned), the later ones show the steady state. {@code
+     * first_epoch.wall_s} runs from the first request to the end of the last step that held an
+     * epoch-0 sample, {@code samples} counts every sample trained by then (a loader that runs ahead
+     * trains some of epoch 1 before the last of epoch 0); {@code later_epochs} is the rest of the
+     * run. Null when no epoch-0 sample was trained; {@code later_epochs} null with one epoch.
+     */
+    private void appendEpochs(StringBuilder b) {
+        b.append("  \"first_epoch\": ");
+        if (firstEpochEnd == 0 || wallSeconds == 0) {
+            b.append("null,\n  \"later_epochs\": null,\n");
+            return;
+        }
+        double first =
+                Math.min(
+                        wallSeconds, Math.max(0, firstEpochEnd - in.firstRequestMillis()) / 1000.0);
+        b.append("{\"wall_s\": ").append(DeviceSummary.Json.number(first));
+        b.append(", \"samples\": ").append(samplesAtFirstEpochEnd).append("},\n");
+        b.append("  \"later_epochs\": ");
+        long later = delivered - samplesAtFirstEpochEnd;
+        double laterSeconds = wallSeconds - first;
+        if (in.epochs() < 2 || later <= 0) {
+            b.append("null,\n");
+            return;
+        }
+        b.append("{\"wall_s\": ").append(DeviceSummary.Json.number(laterSeconds));
+        b.append(", \"samples\": ").append(later);
+        b.append(", \"samples_per_s\": ")
+                .append(laterSeconds > 0 ? DeviceSummary.Json.number(later / laterSeconds) : "null")
+                .append("},\n");
     }
 
     public long delivered() {
@@ -224,6 +265,7 @@ public final class RunReport {
                 .append(DeviceSummary.Json.number(in.processCpuSeconds()))
                 .append("},\n");
         b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(boundSeconds)).append(",\n");
+        appendEpochs(b);
         b.append("  \"timeout_ms\": ")
                 .append(in.timeoutMs() == null ? "null" : DeviceSummary.Json.number(in.timeoutMs()))
                 .append(",\n");

@@ -5,7 +5,9 @@ import java.util.Locale;
 /**
  * A small bench.json as scripts/bench writes it: 2 loaders x 2 simulated step times (0, 100 ms) x 2
  * repetitions. "minato" gets slower with the step (wall 2-3 s, then 8-9 s; busy 6 %, then 85 %),
- * "inorder" faster (6-7 s, then 4-5 s; busy 10 %, then 50 %); bound_s 1 s, then 3 s.
+ * "inorder" faster (6-7 s, then 4-5 s; busy 10 %, then 50 %); bound_s 1 s, then 3 s. Each run's
+ * first epoch takes half its wall time and holds 10 of its 40 samples (the later epochs: 30 samples
+ * in the other half); the runs at 100 ms of repetition 2 have no epoch fields, as older reports.
  */
 public final class BenchFixture {
     private BenchFixture() {}
@@ -39,13 +41,23 @@ public final class BenchFixture {
                         + " 50.0, \"p99\": 90.0, \"max\": 100.0, \"sum\": 800.0}, \"cpu\":"
                         + " {\"cores\": 2, \"process_cpu_s\": 3.5}, \"bound_s\": %s,"
                         + " \"timeout_ms\": 40.0, \"loss\": null, \"optimizer\": null,"
-                        + " \"dice\": null, \"simulated_step_ms\": %d.0, \"rep\": %d}",
+                        + " \"dice\": null, %s\"simulated_step_ms\": %d.0, \"rep\": %d}",
                 loader,
                 wall,
                 40 - slow,
                 slow,
                 busy,
                 bound,
+                stepMs == 100 && rep == 2
+                        ? ""
+                        : String.format(
+                                Locale.ROOT,
+                                "\"first_epoch\": {\"wall_s\": %s, \"samples\": 10},"
+                                        + " \"later_epochs\": {\"wall_s\": %s, \"samples\": 30,"
+                                        + " \"samples_per_s\": %s}, ",
+                                wall / 2,
+                                wall / 2,
+                                30 / (wall / 2)),
                 stepMs,
                 rep);
     }

@@ -85,23 +85,62 @@ class RunReportTest {
                 .hasMessage("bad device summary " + bad + ": \"gpu_samples\" is missing");
     }
 
+    @Test
+    void shouldTellTheFirstEpochApartFromTheLaterOnes() throws IOException {
+        // Steps from 1 000 to 4 000 ms; device 0's last epoch-0 step ended at 2 000 after 4 of
+        // its 6 samples, device 1's at 2 500 after 2; the first request was at 500.
+        DeviceSummary.of(0, "cpu", counters(2_000, 4), null).write(run);
+        DeviceSummary.of(1, "cpu", counters(2_500, 2), null).write(run);
+
+        String json = report(2, 3).toJson();
+
+        assertThat(json)
+                .contains(
+                        "  \"first_epoch\": {\"wall_s\": 2.0, \"samples\": 6},\n"
+                                + "  \"later_epochs\": {\"wall_s\": 1.5, \"samples\": 6,"
+                                + " \"samples_per_s\": 4.0},\n");
+    }
+
+    @Test
+    void shouldLeaveLaterEpochsNullForOneEpochAndBothNullWithoutAFirstEpochStep()
+            throws IOException {
+        DeviceSummary.of(0, "cpu", counters(4_000, 6), null).write(run);
+        assertThat(report(1, 1).toJson())
+                .contains(
+                        "  \"first_epoch\": {\"wall_s\": 3.5, \"samples\": 6},\n"
+                                + "  \"later_epochs\": null,\n");
+
+        DeviceSummary.of(0, "cpu", counters(0, 0), null).write(run);
+        assertThat(report(1, 3).toJson())
+                .contains("  \"first_epoch\": null,\n  \"later_epochs\": null,\n");
+    }
+
+    private static DeviceCounters counters(long firstEpochEnd, long samplesByThen) {
+        return new DeviceCounters(
+                3, 4, 2, 3_000_000_000L, 0, 1.0, 0.5, 1_000, 4_000, firstEpochEnd, samplesByThen);
+    }
+
     private void summary(int device, GpuStats gpu) throws IOException {
         DeviceSummary.of(device, "gpu", counters(), gpu).write(run);
     }
 
     /** Three steps, six samples (four fast), 3 s busy. */
     private static DeviceCounters counters() {
-        return new DeviceCounters(3, 4, 2, 3_000_000_000L, 0, 1.0, 0.5, 1_000, 4_000);
+        return counters(2_000, 4);
     }
 
     private RunReport report(int devices) throws IOException {
+        return report(devices, 1);
+    }
+
+    private RunReport report(int devices, int epochs) throws IOException {
         return RunReport.build(
                 new RunReport.Inputs(
                         "minato",
                         devices,
                         2,
                         32,
-                        1,
+                        epochs,
                         7,
                         10,
                         6 * devices,
