@@ -1,12 +1,14 @@
 package io.minato.sample;
 
 import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Prepared patches parked in this JVM while only their identity travels through Flink.
+ * Prepared patches, and the state of samples cut off on the fast path, parked in this JVM while
+ * only their identity travels through Flink.
  *
  * <p>A prepared sample is a pure function of its task (seed, epoch, index, case), so a record need
  * not carry its 1-10 MiB patch between two operators of the same JVM: the sending serializer parks
@@ -15,7 +17,9 @@ import java.util.concurrent.TimeUnit;
  * on the receiving side (SpillingAdaptiveSpanningRecordDeserializer: a write, a read and a delete
  * of each sample). Correctness never depends on this store: a receiver that finds nothing (another
  * TaskManager, a replay after a restore, an entry dropped) gets the bare identity and the trainer
- * prepares the sample again, bit-identically.
+ * prepares the sample again, bit-identically. An unfinished sample (a fast worker's {@link
+ * Preparation} at the step where its deadline passed, with its cropped patch) travels to the slow
+ * path the same way; one not found there is prepared from the start.
  *
  * <p>Bounded, since identities are too small for Flink's byte-sized network buffers to hold the
  * workers back: at most as many samples as the running operators have {@link #reserve reserved}
@@ -38,7 +42,15 @@ public final class SampleHandoff {
     /** Samples each worker may have parked: as PyTorch DataLoader's default prefetch_factor. */
     public static final int PREFETCH_PER_WORKER = 2;
 
-    private record Entry(SampleTask task, Patch patch, long bytes, long parkedNanos) {}
+    /** What is parked for a task: its prepared patch, or its unfinished preparation. */
+    private enum Kind {
+        PATCH,
+        UNFINISHED
+    }
+
+    private record Key(SampleTask task, Kind kind) {}
+
+    private record Entry(Key key, Object value, long bytes, long parkedNanos) {}
 
     private final long boundBytes;
     private int reservedSamples;
@@ -46,7 +58,7 @@ public final class SampleHandoff {
     /** Oldest first; a task may be parked more than once (a replay beside an orphan). */
     private final ArrayDeque<Entry> byAge = new ArrayDeque<>();
 
-    private final HashMap<SampleTask, ArrayDeque<Entry>> parked = new HashMap<>();
+    private final HashMap<Key, ArrayDeque<Entry>> parked = new HashMap<>();
     private long bytes;
     private long handedOff;
     private long sentInline;
@@ -113,8 +125,21 @@ public final class SampleHandoff {
      * @return false when there was no room, or nothing in this JVM reserved any: send the bytes
      *     inline
      */
-    public synchronized boolean offer(SampleTask task, Patch patch) {
-        long size = bytesOf(patch);
+    public boolean offer(SampleTask task, Patch patch) {
+        return offer(new Key(task, Kind.PATCH), patch, bytesOf(patch));
+    }
+
+    /**
+     * Parks the unfinished preparation of {@code task} (the slow path resumes it), waiting up to
+     * {@link #WAIT_NANOS} for room.
+     *
+     * @return false when there was no room, or nothing in this JVM reserved any: send it inline
+     */
+    public boolean offer(SampleTask task, Preparation unfinished) {
+        return offer(new Key(task, Kind.UNFINISHED), unfinished, unfinished.heldBytes());
+    }
+
+    private synchronized boolean offer(Key key, Object value, long size) {
         if (size > boundBytes || reservedSamples == 0) {
             // Too big to park at all, or no operator of a running loader in this JVM.
             sentInline++;
@@ -138,8 +163,8 @@ public final class SampleHandoff {
                 return false;
             }
         }
-        Entry e = new Entry(task, patch, size, System.nanoTime());
-        parked.computeIfAbsent(task, t -> new ArrayDeque<>(1)).addLast(e);
+        Entry e = new Entry(key, value, size, System.nanoTime());
+        parked.computeIfAbsent(key, k -> new ArrayDeque<>(1)).addLast(e);
         byAge.addLast(e);
         bytes += size;
         handedOff++;
@@ -147,20 +172,32 @@ public final class SampleHandoff {
     }
 
     /** The patch parked for {@code task}, removed from the store; null if there is none. */
-    public synchronized Patch take(SampleTask task) {
-        ArrayDeque<Entry> entries = parked.get(task);
+    public Patch take(SampleTask task) {
+        return (Patch) take(new Key(task, Kind.PATCH));
+    }
+
+    /**
+     * The unfinished preparation parked for {@code task}, removed from the store; null if there is
+     * none.
+     */
+    public Preparation takeUnfinished(SampleTask task) {
+        return (Preparation) take(new Key(task, Kind.UNFINISHED));
+    }
+
+    private synchronized Object take(Key key) {
+        ArrayDeque<Entry> entries = parked.get(key);
         if (entries == null) {
             missed++;
             return null;
         }
         Entry e = entries.pollFirst();
         if (entries.isEmpty()) {
-            parked.remove(task);
+            parked.remove(key);
         }
         byAge.removeFirstOccurrence(e); // usually the oldest: near the head
         bytes -= e.bytes();
         notifyAll();
-        return e.patch();
+        return e.value();
     }
 
     /**
@@ -182,10 +219,10 @@ public final class SampleHandoff {
         boolean dropped = false;
         while (!byAge.isEmpty() && now - byAge.peekFirst().parkedNanos() >= ORPHAN_AGE_NANOS) {
             Entry e = byAge.pollFirst();
-            ArrayDeque<Entry> entries = parked.get(e.task());
+            ArrayDeque<Entry> entries = parked.get(e.key());
             entries.remove(e);
             if (entries.isEmpty()) {
-                parked.remove(e.task());
+                parked.remove(e.key());
             }
             bytes -= e.bytes();
             orphansDropped++;
@@ -204,7 +241,7 @@ public final class SampleHandoff {
         return bytes;
     }
 
-    /** Samples whose patch was parked (over this JVM's life). */
+    /** Samples whose patch or unfinished preparation was parked (over this JVM's life). */
     public synchronized long handedOff() {
         return handedOff;
     }

@@ -486,6 +486,21 @@ public final class Preparation {
         };
     }
 
+    /**
+     * About how many bytes this state holds beyond its fixed fields: the patch cut so far (float32
+     * image, uint8 label) and a component scan's slice of labels. What a handoff counts it as.
+     */
+    public long heldBytes() {
+        long bytes = 256;
+        if (patch != null) {
+            bytes += 5 * patch.shape().voxels();
+        }
+        if (scan != null) {
+            bytes += 4L * scan.shape().h() * scan.shape().w();
+        }
+        return bytes;
+    }
+
     // ---- serialization: what crosses from a fast worker to the slow path ----
 
     private static final int FORMAT = 3;

@@ -3,6 +3,7 @@ package io.minato.sample;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
 import io.minato.transform.Shape3;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -44,6 +45,24 @@ class SampleHandoffTest {
             h.offer(task(1), b);
             assertThat(h.take(task(1))).isSameAs(a);
             assertThat(h.take(task(1))).isSameAs(b);
+        }
+    }
+
+    /** A task's unfinished state and its prepared patch are different entries. */
+    @Test
+    void shouldKeepATasksUnfinishedStateApartFromItsPatch() {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        try (var r = h.reserve(4)) {
+            Preparation unfinished = Preparation.start(task(1).key());
+            Patch p = patch();
+            assertThat(h.offer(task(1), unfinished)).isTrue();
+            assertThat(h.take(task(1))).as("no patch parked yet").isNull();
+            assertThat(h.offer(task(1), p)).isTrue();
+            assertThat(h.bytes()).isEqualTo(unfinished.heldBytes() + 5 * SHAPE.voxels());
+            assertThat(h.takeUnfinished(task(1))).isSameAs(unfinished);
+            assertThat(h.takeUnfinished(task(1))).isNull();
+            assertThat(h.take(task(1))).isSameAs(p);
+            assertThat(h.parked()).isZero();
         }
     }
 

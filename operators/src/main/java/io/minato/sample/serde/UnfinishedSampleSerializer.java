@@ -1,5 +1,6 @@
 package io.minato.sample.serde;
 
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
 import io.minato.transform.Preparation;
@@ -10,7 +11,13 @@ import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
-/** Serializes an {@link UnfinishedSample}: task, CPU nanoseconds, then the preparation state. */
+/**
+ * Serializes an {@link UnfinishedSample}: task, CPU nanoseconds, then the preparation state in one
+ * of two forms, marked by a byte: {@code HANDED_OFF}, parked in this JVM's {@link SampleHandoff}
+ * (the cropped patch is not copied), or {@code INLINE}, the state's bytes. A handed-off state that
+ * is not found (another JVM, a replay after a restore) is prepared again from the start: a sample
+ * is a pure function of its task, so the result is the same.
+ */
 public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<UnfinishedSample> {
     private static final long serialVersionUID = 1L;
 
@@ -46,18 +53,35 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
         return -1;
     }
 
+    static final int INLINE = 0;
+    static final int HANDED_OFF = 1;
+
     @Override
     public void serialize(UnfinishedSample sample, DataOutputView out) throws IOException {
         TASK.serialize(sample.task(), out);
         out.writeLong(sample.prepCpuNanos());
-        PREPARATION.serialize(sample.preparation(), out);
+        if (SampleHandoff.jvm().offer(sample.task(), sample.preparation())) {
+            out.writeByte(HANDED_OFF);
+        } else {
+            out.writeByte(INLINE);
+            PREPARATION.serialize(sample.preparation(), out);
+        }
     }
 
     @Override
     public UnfinishedSample deserialize(DataInputView in) throws IOException {
         SampleTask task = TASK.deserialize(in);
         long prepCpuNanos = in.readLong();
-        Preparation preparation = PREPARATION.deserialize(in);
+        int form = in.readUnsignedByte();
+        Preparation preparation =
+                switch (form) {
+                    case INLINE -> PREPARATION.deserialize(in);
+                    case HANDED_OFF -> {
+                        Preparation parked = SampleHandoff.jvm().takeUnfinished(task);
+                        yield parked != null ? parked : Preparation.start(task.key());
+                    }
+                    default -> throw new IOException("unknown unfinished sample form " + form);
+                };
         return new UnfinishedSample(task, preparation, prepCpuNanos);
     }
 
@@ -71,7 +95,11 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
     public void copy(DataInputView in, DataOutputView out) throws IOException {
         TASK.copy(in, out);
         out.writeLong(in.readLong());
-        PREPARATION.copy(in, out);
+        int form = in.readUnsignedByte();
+        out.writeByte(form);
+        if (form == INLINE) {
+            PREPARATION.copy(in, out);
+        }
     }
 
     @Override
