@@ -3,6 +3,7 @@ package io.minato.sample;
 import io.minato.transform.Patch;
 import io.minato.transform.Preparation;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -60,6 +61,7 @@ public final class SampleHandoff {
 
     private final HashMap<Key, ArrayDeque<Entry>> parked = new HashMap<>();
     private long bytes;
+    private final int[] counts = new int[Kind.values().length]; // parked entries per kind
     private long handedOff;
     private long sentInline;
     private long missed;
@@ -109,9 +111,15 @@ public final class SampleHandoff {
         }
     }
 
-    /** Whether one more patch of {@code size} bytes must wait; one always fits when empty. */
-    private boolean full(long size) {
-        return !byAge.isEmpty() && (byAge.size() >= reservedSamples || bytes + size > boundBytes);
+    /**
+     * Whether one more entry of {@code kind} and {@code size} bytes finds no room. Each kind has
+     * the reserved count to itself, so that unfinished states waiting for the slow path never keep
+     * the slow path's own results out; bytes are shared. One patch always fits when none is parked.
+     */
+    private boolean full(Kind kind, long size) {
+        int n = counts[kind.ordinal()];
+        return (kind == Kind.UNFINISHED || n > 0)
+                && (n >= reservedSamples || bytes + size > boundBytes);
     }
 
     /** Bytes a patch occupies: float32 image and uint8 label. */
@@ -130,8 +138,9 @@ public final class SampleHandoff {
     }
 
     /**
-     * Parks the unfinished preparation of {@code task} (the slow path resumes it), waiting up to
-     * {@link #WAIT_NANOS} for room.
+     * Parks the unfinished preparation of {@code task} (the slow path resumes it) if there is room
+     * now. It never waits: the slow path is the only taker of these, and it may itself be waiting
+     * for room for its results; a fast worker sends the state inline rather than wait on that.
      *
      * @return false when there was no room, or nothing in this JVM reserved any: send it inline
      */
@@ -145,8 +154,8 @@ public final class SampleHandoff {
             sentInline++;
             return false;
         }
-        long deadline = System.nanoTime() + WAIT_NANOS;
-        while (full(size)) {
+        long deadline = System.nanoTime() + (key.kind() == Kind.PATCH ? WAIT_NANOS : 0);
+        while (full(key.kind(), size)) {
             if (dropOrphans()) {
                 continue;
             }
@@ -167,6 +176,7 @@ public final class SampleHandoff {
         parked.computeIfAbsent(key, k -> new ArrayDeque<>(1)).addLast(e);
         byAge.addLast(e);
         bytes += size;
+        counts[key.kind().ordinal()]++;
         handedOff++;
         return true;
     }
@@ -196,6 +206,7 @@ public final class SampleHandoff {
         }
         byAge.removeFirstOccurrence(e); // usually the oldest: near the head
         bytes -= e.bytes();
+        counts[key.kind().ordinal()]--;
         notifyAll();
         return e.value();
     }
@@ -210,6 +221,7 @@ public final class SampleHandoff {
         byAge.clear();
         parked.clear();
         bytes = 0;
+        Arrays.fill(counts, 0);
         notifyAll();
     }
 
@@ -225,6 +237,7 @@ public final class SampleHandoff {
                 parked.remove(e.key());
             }
             bytes -= e.bytes();
+            counts[e.key().kind().ordinal()]--;
             orphansDropped++;
             dropped = true;
         }

@@ -66,6 +66,29 @@ class SampleHandoffTest {
         }
     }
 
+    /**
+     * The slow path takes unfinished states and parks its results: a store full of unfinished
+     * states must neither keep its results out nor make a fast worker wait.
+     */
+    @Test
+    void shouldNeverLetUnfinishedStatesBlockResultsNorWaitForRoom() throws Exception {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        try (var r = h.reserve(2)) {
+            assertThat(h.offer(task(1), Preparation.start(task(1).key()))).isTrue();
+            assertThat(h.offer(task(2), Preparation.start(task(2).key()))).isTrue();
+            long t = System.nanoTime();
+            assertThat(h.offer(task(3), Preparation.start(task(3).key())))
+                    .as("no room: inline at once")
+                    .isFalse();
+            assertThat(System.nanoTime() - t).isLessThan(TimeUnit.SECONDS.toNanos(1));
+            assertThat(h.offer(task(4), patch())).as("results still find room").isTrue();
+            assertThat(h.offer(task(5), patch())).isTrue();
+            assertThat(h.parked()).isEqualTo(4);
+            assertThat(h.takeUnfinished(task(1))).isNotNull();
+            assertThat(h.offer(task(3), Preparation.start(task(3).key()))).isTrue();
+        }
+    }
+
     /** Identities are too small for Flink's buffers to hold the workers back: the store does. */
     @Test
     void shouldHoldASenderBackUntilATakerMakesRoom() throws Exception {
