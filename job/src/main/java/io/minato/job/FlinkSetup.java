@@ -1,6 +1,8 @@
 package io.minato.job;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -59,7 +61,9 @@ public final class FlinkSetup {
     /**
      * The environment: the cluster's when submitted with {@code flink run}, else an embedded
      * MiniCluster with enough slots and, if asked, the web UI on {@code restPort}, keeping its
-     * temporary files (RocksDB's working folders, Flink's RPC jar) in {@code tmpDir}.
+     * temporary files (RocksDB's working folders, Flink's RPC jar) in {@code tmpDir}. Without the
+     * web UI the MiniCluster's REST endpoint (which it always starts) takes a free port, so that
+     * runs side by side never collide.
      */
     public static StreamExecutionEnvironment environment(
             Configuration job, int slots, boolean webUi, int restPort, Path tmpDir) {
@@ -69,7 +73,7 @@ public final class FlinkSetup {
         }
         Configuration local = new Configuration(job);
         local.setString("taskmanager.numberOfTaskSlots", Integer.toString(slots));
-        local.setString("rest.port", Integer.toString(restPort));
+        local.setString("rest.port", webUi ? Integer.toString(restPort) : "0");
         local.setString("rest.bind-address", "localhost");
         local.setString("io.tmp.dirs", tmpDir.toAbsolutePath().toString());
         // Samples cross operators as identities (SampleHandoff); whole patches travel only when
@@ -82,5 +86,31 @@ public final class FlinkSetup {
         return webUi
                 ? StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(local)
                 : StreamExecutionEnvironment.createLocalEnvironment(slots, local);
+    }
+
+    /** Whether the job runs in this JVM (not submitted to a cluster with {@code flink run}). */
+    static boolean embedded() {
+        return StreamExecutionEnvironment.getExecutionEnvironment()
+                instanceof LocalStreamEnvironment;
+    }
+
+    /**
+     * Fails in one line, naming the options that help, when something already listens on
+     * localhost:{@code port}: Flink's own failure is a 24-line stack trace after the cluster half
+     * started.
+     *
+     * @throws IllegalArgumentException saying so
+     */
+    static void requireFree(int port) {
+        try (ServerSocket probe = new ServerSocket()) {
+            probe.setReuseAddress(true);
+            probe.bind(new InetSocketAddress("localhost", port));
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    "port "
+                            + port
+                            + " on localhost is taken (another run's web UI?): give --rest-port N"
+                            + " for another port, or --no-web-ui");
+        }
     }
 }

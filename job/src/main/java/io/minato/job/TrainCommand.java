@@ -254,6 +254,9 @@ public final class TrainCommand implements Callable<Integer> {
             } else {
                 acceleratorFactory = SimulatedAccelerator.parse(accelerator);
             }
+            if (webUi && FlinkSetup.embedded()) {
+                FlinkSetup.requireFree(restPort); // before anything is read or written
+            }
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }

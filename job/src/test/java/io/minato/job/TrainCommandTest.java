@@ -324,6 +324,56 @@ class TrainCommandTest {
         assertThat(out.resolve("run")).doesNotExist();
     }
 
+    /**
+     * A port another run's web UI holds: with the web UI, one line naming the options, before
+     * anything is written; without it, the embedded cluster's REST endpoint takes a free port.
+     */
+    @Test
+    void shouldSayInOneLineThatTheWebUiPortIsTakenAndRunBesideItWithoutTheWebUi() throws Exception {
+        try (java.net.ServerSocket taken =
+                new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            String port = Integer.toString(taken.getLocalPort());
+            MainTest.Run refused =
+                    run(
+                            "train",
+                            "--data",
+                            data.toString(),
+                            "--patch",
+                            "8",
+                            "--accelerator",
+                            "simulated:1",
+                            "--rest-port",
+                            port,
+                            "--run-dir",
+                            out.resolve("refused").toString());
+            assertThat(refused.status()).isEqualTo(2);
+            assertThat(refused.err())
+                    .contains("port " + port + " on localhost is taken")
+                    .contains("--rest-port N")
+                    .contains("--no-web-ui")
+                    .doesNotContain("Exception");
+            assertThat(out.resolve("refused")).doesNotExist();
+
+            MainTest.Run beside =
+                    run(
+                            "train",
+                            "--data",
+                            data.toString(),
+                            "--patch",
+                            "8",
+                            "--epochs",
+                            "1",
+                            "--accelerator",
+                            "simulated:1",
+                            "--rest-port",
+                            port,
+                            "--no-web-ui",
+                            "--run-dir",
+                            out.resolve("beside").toString());
+            assertThat(beside.status()).as(beside.err()).isZero();
+        }
+    }
+
     /** Evaluates a model folder on the first held-out case of {@code cases}. */
     private static MainTest.Run evaluate(Path cases, Path model, String... more) {
         List<String> args =
