@@ -75,11 +75,13 @@ public final class FlinkSetup {
         local.setString("taskmanager.numberOfTaskSlots", Integer.toString(slots));
         local.setString("rest.port", webUi ? Integer.toString(restPort) : "0");
         local.setString("rest.bind-address", "localhost");
+        // Uploading a jar through the web UI runs arbitrary code: off, as in flink-conf.
+        local.setString("web.submit.enable", "false");
         local.setString("io.tmp.dirs", tmpDir.toAbsolutePath().toString());
         // Samples cross operators as identities (SampleHandoff); whole patches travel only when
-        // the handoff is full or a slow sample leaves after its crop. 1 MiB segments keep such a
-        // record from crawling through credit-based flow control a few segments at a time; 128
-        // MiB is enough for them (512 MiB, zero-filled at start, cost 130,000 page faults).
+        // the handoff is full. 1 MiB segments keep such a record from crawling through
+        // credit-based flow control a few segments at a time; 128 MiB is enough for them (512
+        // MiB, zero-filled at start, cost 130,000 page faults).
         local.setString("taskmanager.memory.segment-size", "1mb");
         local.setString("taskmanager.memory.network.min", "128mb");
         local.setString("taskmanager.memory.network.max", "128mb");
