@@ -21,6 +21,7 @@ import io.minato.trainer.StepResult;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.transform.TransformConfig;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,9 +31,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
@@ -67,6 +70,9 @@ class LoaderJobTest {
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
+    private static final AtomicInteger FAILURES = new AtomicInteger();
+    private static final AtomicLong SNAPSHOT_IDS = new AtomicLong();
+    private static final List<Long> RESTORED = new CopyOnWriteArrayList<>();
 
     /** Every trained sample's bytes (CRC32) by "epoch,index", and pairs seen with two values. */
     private static final Map<String, Long> PATCHES = new ConcurrentHashMap<>();
@@ -100,6 +106,28 @@ class LoaderJobTest {
                 .contains(
                         "\"loader\": \"minato\"", "\"quarantined\": 0", "\"kind\": \"simulated\"");
         assertThat(pathsOf(trace())).containsExactlyInAnyOrder("fast", "slow");
+    }
+
+    /**
+     * Three failures, each after checkpoints were taken since the previous restore: every restore
+     * comes from a checkpoint completed after the previous one (so the job was protected again
+     * after each recovery), and every (epoch, index) is still trained exactly once.
+     */
+    @Test
+    void shouldCheckpointAgainAfterEachOfThreeRecoveriesAndDeliverExactlyOnce() throws Exception {
+        FAILURES.set(0);
+        RESTORED.clear();
+        int epochs = 60; // 120 steps of 25 ms per device: room for three failures
+        RunReport report =
+                run(LoaderJob.Loader.minato, epochs, new FailThriceAfterCheckpoints(), "auto");
+        assertThat(FAILURES).hasValue(3);
+        assertThat(RESTORED)
+                .as("each restore from a checkpoint completed after the previous restore")
+                .hasSize(3)
+                .isSorted()
+                .doesNotHaveDuplicates();
+        assertThat(checkTrace(epochs)).hasSize(train.size() * epochs);
+        assertThat(report.delivered()).isEqualTo(train.size() * epochs);
     }
 
     @ParameterizedTest(name = "{0}")
@@ -238,7 +266,7 @@ class LoaderJobTest {
                         .build();
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
-                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 2));
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
         new LoaderJob(settings, sink).build(env);
         long start = System.currentTimeMillis();
         JobExecutionResult result = env.execute("LoaderJobTest " + loader);
@@ -307,6 +335,53 @@ class LoaderJobTest {
             paths.add(l.substring(l.lastIndexOf(',') + 1));
         }
         return paths;
+    }
+
+    /**
+     * Device 0 fails three times, each time once two checkpoints were taken since its (re)start;
+     * its snapshots carry increasing numbers, and each restore records the one it got back. Steps
+     * sleep 25 ms.
+     */
+    static final class FailThriceAfterCheckpoints implements AcceleratorFactory {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private final SimulatedAccelerator step = new SimulatedAccelerator(25);
+                private int snapshotsHere;
+
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    if (device == 0 && snapshotsHere >= 2 && FAILURES.get() < 3) {
+                        FAILURES.incrementAndGet();
+                        throw new IllegalStateException("injected device fault");
+                    }
+                    return step.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return "simulated";
+                }
+
+                @Override
+                public byte[] snapshot() {
+                    if (device != 0) {
+                        return new byte[0];
+                    }
+                    snapshotsHere++;
+                    return ByteBuffer.allocate(8).putLong(SNAPSHOT_IDS.incrementAndGet()).array();
+                }
+
+                @Override
+                public void restore(byte[] state) {
+                    if (device == 0 && state.length == 8) {
+                        RESTORED.add(ByteBuffer.wrap(state).getLong());
+                    }
+                }
+            };
+        }
     }
 
     /**
