@@ -257,6 +257,13 @@ public final class TrainCommand implements Callable<Integer> {
             if (webUi && FlinkSetup.embedded()) {
                 FlinkSetup.requireFree(restPort); // before anything is read or written
             }
+            // Before any sample: a report or trace that cannot be written is lost after the run.
+            if (report != null) {
+                OutputPaths.requireWritableFile("--report", report);
+            }
+            if (trace != null) {
+                OutputPaths.requireWritableFile("--trace", trace);
+            }
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -273,7 +280,11 @@ public final class TrainCommand implements Callable<Integer> {
                                 "runs",
                                 LocalDateTime.now()
                                         .format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
-        Files.createDirectories(run);
+        try {
+            OutputPaths.createRunDir(run);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
         CaseTable caseTable = new CaseTable(train, cases.cache());
         TrainerSink sink =
                 TrainerSink.builder()

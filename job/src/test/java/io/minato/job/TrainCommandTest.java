@@ -374,6 +374,52 @@ class TrainCommandTest {
         }
     }
 
+    /** Outputs that cannot be written stop the run in one line before the first sample. */
+    @Test
+    void shouldRefuseOutputsItCannotWriteBeforeTraining() throws Exception {
+        Path file = Files.writeString(out.resolve("a-file"), "x");
+        Path folder = Files.createDirectories(out.resolve("a-folder"));
+        String[][] cases = {
+            {"--report", folder.toString(), "--report " + folder + ": is a folder"},
+            {
+                "--trace",
+                file.resolve("trace.csv").toString(),
+                "--trace "
+                        + file.resolve("trace.csv")
+                        + ": cannot write there (a file is in the way"
+            },
+            {
+                "--run-dir",
+                file.toString(),
+                "--run-dir " + file + ": cannot create it (a file is in the way: " + file + ")"
+            },
+        };
+        for (String[] c : cases) {
+            List<String> args =
+                    new java.util.ArrayList<>(
+                            List.of(
+                                    "train",
+                                    "--data",
+                                    data.toString(),
+                                    "--patch",
+                                    "8",
+                                    "--accelerator",
+                                    "simulated:1",
+                                    "--no-web-ui",
+                                    c[0],
+                                    c[1]));
+            if (!c[0].equals("--run-dir")) {
+                args.addAll(List.of("--run-dir", out.resolve("never").toString()));
+            }
+            MainTest.Run refused = run(args.toArray(String[]::new));
+            assertThat(refused.status()).as(c[0]).isEqualTo(2);
+            assertThat(refused.err()).contains(c[2]).doesNotContain("Exception");
+            assertThat(refused.out()).doesNotContain("minato: ");
+        }
+        assertThat(out.resolve("never")).doesNotExist();
+        assertThat(file).hasContent("x");
+    }
+
     /** Evaluates a model folder on the first held-out case of {@code cases}. */
     private static MainTest.Run evaluate(Path cases, Path model, String... more) {
         List<String> args =

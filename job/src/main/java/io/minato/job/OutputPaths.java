@@ -1,0 +1,75 @@
+package io.minato.job;
+
+import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
+
+/**
+ * Checks, before the first sample is prepared, that the run can write what it promises: a report or
+ * trace that cannot be written would otherwise be lost after the whole run.
+ */
+final class OutputPaths {
+    private OutputPaths() {}
+
+    /**
+     * Makes sure {@code file} can be written: its folder exists or is created, it is not a folder,
+     * and a file can be created there (nothing existing is changed).
+     *
+     * @throws IllegalArgumentException in one line naming the option, the path and the problem
+     */
+    static void requireWritableFile(String option, Path file) {
+        Path abs = file.toAbsolutePath();
+        if (Files.isDirectory(abs)) {
+            throw new IllegalArgumentException(
+                    option + " " + file + ": is a folder; give a file to write");
+        }
+        Path parent = abs.getParent();
+        try {
+            if (parent != null) {
+                Files.createDirectories(parent);
+            }
+            if (Files.exists(abs)) {
+                if (!Files.isWritable(abs)) {
+                    throw new AccessDeniedException(abs.toString());
+                }
+            } else {
+                Files.delete(Files.createFile(abs));
+            }
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    option + " " + file + ": cannot write there (" + reason(e) + ")");
+        }
+    }
+
+    /**
+     * Creates the run directory.
+     *
+     * @throws IllegalArgumentException in one line naming the path and the problem
+     */
+    static void createRunDir(Path dir) {
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    "--run-dir " + dir + ": cannot create it (" + reason(e) + ")");
+        }
+    }
+
+    /** The cause in a few words; Java's own messages for these are a bare path. */
+    static String reason(IOException e) {
+        if (e instanceof FileAlreadyExistsException || e instanceof NotDirectoryException) {
+            return "a file is in the way: " + ((FileSystemException) e).getFile();
+        }
+        if (e instanceof AccessDeniedException a) {
+            return "permission denied: " + a.getFile();
+        }
+        if (e instanceof FileSystemException f && f.getReason() != null) {
+            return f.getReason() + ": " + f.getFile();
+        }
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+    }
+}
