@@ -99,6 +99,11 @@ public final class FlinkSetup {
         local.setString("rest.bind-address", "localhost");
         // Uploading a jar through the web UI runs arbitrary code: off, as in flink-conf.
         local.setString("web.submit.enable", "false");
+        // Nothing listens beyond this machine: the BLOB server (and any RPC or data port) binds
+        // to loopback, not to every interface; and no other web page may call the REST API.
+        local.setString("jobmanager.bind-host", "localhost");
+        local.setString("taskmanager.bind-host", "localhost");
+        local.setString("web.access-control-allow-origin", "http://localhost:" + restPort);
         local.setString("io.tmp.dirs", tmpDir.toAbsolutePath().toString());
         // Samples cross operators as identities (SampleHandoff); whole patches travel only when
         // the handoff is full. 1 MiB segments keep such a record from crawling through

@@ -2,14 +2,21 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -70,8 +77,62 @@ class WebUiTest {
             // why the jar is bad instead).
             assertThat(upload.statusCode()).as(upload.body()).isBetween(400, 405);
             assertThat(upload.body()).contains("POST request not allowed");
+            assertThat(config.headers().firstValue("Access-Control-Allow-Origin"))
+                    .hasValue("http://localhost:" + port);
+
+            // Every socket this JVM listens on (the REST endpoint, the BLOB server, ...) is on
+            // loopback: nothing of the run is reachable from another machine.
+            List<String> listening = listeningAddresses();
+            assertThat(listening).hasSizeGreaterThanOrEqualTo(2);
+            assertThat(listening).allMatch(WebUiTest::loopback, "loopback");
         } finally {
             job.cancel().get();
         }
+    }
+
+    /**
+     * Local addresses ("hex-ip:hex-port", as the kernel writes them) of this process's listening
+     * TCP sockets: the socket inodes among its file descriptors, looked up in /proc/net/tcp{,6}.
+     */
+    private static List<String> listeningAddresses() throws IOException {
+        Set<String> inodes = new HashSet<>();
+        try (DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc/self/fd"))) {
+            for (Path fd : fds) {
+                try {
+                    String target = Files.readSymbolicLink(fd).toString();
+                    if (target.startsWith("socket:[")) {
+                        inodes.add(target.substring(8, target.length() - 1));
+                    }
+                } catch (IOException gone) {
+                    // closed while listing
+                }
+            }
+        }
+        List<String> listening = new ArrayList<>();
+        for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+            Path file = Path.of(table);
+            if (!Files.exists(file)) {
+                continue;
+            }
+            for (String line :
+                    Files.readAllLines(file).subList(1, Files.readAllLines(file).size())) {
+                String[] f = line.trim().split("\\s+");
+                boolean listen = f[3].equals("0A");
+                if (listen && inodes.contains(f[9])) {
+                    listening.add(f[1]);
+                }
+            }
+        }
+        return listening;
+    }
+
+    /** 127.x.x.x (IPv4, little-endian hex), ::1, or ::ffff:127.x.x.x. */
+    static boolean loopback(String address) {
+        String ip = address.substring(0, address.indexOf(':'));
+        if (ip.length() == 8) {
+            return ip.endsWith("7F");
+        }
+        return ip.equals("00000000000000000000000001000000")
+                || (ip.startsWith("0000000000000000FFFF0000") && ip.endsWith("7F"));
     }
 }
