@@ -117,6 +117,15 @@ public final class FlinkSetup {
                 : StreamExecutionEnvironment.createLocalEnvironment(slots, local);
     }
 
+    /** A port free on localhost now, as the kernel picks one. */
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalArgumentException("no free port on localhost: " + e.getMessage());
+        }
+    }
+
     /** Whether the job runs in this JVM (not submitted to a cluster with {@code flink run}). */
     static boolean embedded() {
         return StreamExecutionEnvironment.getExecutionEnvironment()

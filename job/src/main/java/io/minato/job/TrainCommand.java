@@ -201,7 +201,9 @@ public final class TrainCommand implements Callable<Integer> {
     @Option(
             names = "--rest-port",
             paramLabel = "PORT",
-            description = "Port of the embedded web UI (default: ${DEFAULT-VALUE}).")
+            description =
+                    "Port of the embedded web UI; 0 picks a free one, shown on the start line"
+                            + " (default: ${DEFAULT-VALUE}).")
     int restPort = 8081;
 
     @Spec CommandSpec spec;
@@ -255,7 +257,9 @@ public final class TrainCommand implements Callable<Integer> {
                 acceleratorFactory = SimulatedAccelerator.parse(accelerator);
             }
             if (webUi && FlinkSetup.embedded()) {
-                FlinkSetup.requireFree(restPort); // before anything is read or written
+                // Before anything is read or written; 0: a free port, which the start line shows.
+                restPort = restPort == 0 ? FlinkSetup.freePort() : restPort;
+                FlinkSetup.requireFree(restPort);
             }
             // Before any sample: a report or trace that cannot be written is lost after the run.
             if (report != null) {

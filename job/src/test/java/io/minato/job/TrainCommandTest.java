@@ -372,6 +372,26 @@ class TrainCommandTest {
                             out.resolve("beside").toString());
             assertThat(beside.status()).as(beside.err()).isZero();
         }
+        // --rest-port 0: a free port, named on the start line.
+        MainTest.Run anyPort =
+                run(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "8",
+                        "--epochs",
+                        "1",
+                        "--accelerator",
+                        "simulated:1",
+                        "--rest-port",
+                        "0",
+                        "--run-dir",
+                        out.resolve("any-port").toString());
+        assertThat(anyPort.status()).as(anyPort.err()).isZero();
+        assertThat(anyPort.err())
+                .containsPattern("web UI on http://localhost:[1-9][0-9]*")
+                .doesNotContain("localhost:0");
     }
 
     /** Outputs that cannot be written stop the run in one line before the first sample. */

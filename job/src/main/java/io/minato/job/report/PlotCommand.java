@@ -19,7 +19,7 @@ import picocli.CommandLine.Spec;
         description =
                 "Prints the table of medians of a scripts/bench result (bench.json) and writes its"
                         + " plots: wall.png (wall time, min-max whiskers, the bound) and busy.png"
-                        + " (accelerator busy %), against the simulated step time, per loader.")
+                        + " (accelerator busy %%), against the simulated step time, per loader.")
 public final class PlotCommand implements Callable<Integer> {
 
     @Spec private CommandSpec spec;
