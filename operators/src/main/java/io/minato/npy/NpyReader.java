@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 
 /** Reads {@code .npy} files (format versions 1.0, 2.0 and 3.0) by memory-mapping their data. */
 public final class NpyReader {
@@ -57,7 +58,21 @@ public final class NpyReader {
         }
     }
 
+    /**
+     * Opens a regular file for reading. Anything else is refused before it is opened: opening a
+     * named pipe (FIFO) blocks until some process writes to it, which hung a run forever.
+     */
     private static FileChannel open(Path file) throws IOException {
+        BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(file, BasicFileAttributes.class); // follows symbolic links
+        } catch (NoSuchFileException e) {
+            throw new NpyFormatException(file, "no such file");
+        }
+        if (!a.isRegularFile() && !a.isDirectory()) { // a directory: refused below
+            throw new NpyFormatException(
+                    file, "not a regular file (a named pipe, socket or device); give a .npy file");
+        }
         try {
             return FileChannel.open(file, StandardOpenOption.READ);
         } catch (NoSuchFileException e) {

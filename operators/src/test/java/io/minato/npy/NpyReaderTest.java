@@ -2,6 +2,7 @@ package io.minato.npy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -20,6 +21,26 @@ import org.junit.jupiter.params.provider.ValueSource;
 class NpyReaderTest {
 
     @TempDir Path dir;
+
+    /** Opening a FIFO for reading blocks until a writer comes: it hung a run forever. */
+    @Test
+    void shouldRefuseANamedPipeWithoutOpeningIt() throws Exception {
+        Path fifo = dir.resolve("case_00000_x.npy");
+        Process mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        assertThat(mkfifo.waitFor()).isZero();
+        assertTimeoutPreemptively(
+                java.time.Duration.ofSeconds(10),
+                () -> {
+                    assertThatThrownBy(() -> NpyReader.readHeader(fifo))
+                            .isInstanceOf(NpyFormatException.class)
+                            .hasMessage(
+                                    fifo
+                                            + ": not a regular file (a named pipe, socket or"
+                                            + " device); give a .npy file");
+                    assertThatThrownBy(() -> NpyReader.map(fifo))
+                            .isInstanceOf(NpyFormatException.class);
+                });
+    }
 
     /** Magic, version, header length and the header text, then {@code dataBytes} zeros. */
     private Path npy(String name, int major, String header, int dataBytes) throws IOException {
