@@ -5,6 +5,8 @@ import io.minato.job.generate.GenerateCommand;
 import io.minato.job.profile.ProfileCommand;
 import io.minato.job.profile.StepTimeCommand;
 import io.minato.job.report.PlotCommand;
+import io.minato.npy.NpyFormatException;
+import org.apache.flink.util.SerializedThrowable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -47,12 +49,53 @@ public final class Main {
                         commandLine.getErr().println("error: " + e.getMessage());
                         return EXIT_BAD_INPUT;
                     }
+                    String badInput = badInputInJob(e);
+                    if (badInput != null) {
+                        // Bad input met while the job ran (a case file changed under it, say):
+                        // Flink wraps it in its own exceptions; the line is what matters.
+                        commandLine.getErr().println("error: " + badInput);
+                        return EXIT_BAD_INPUT;
+                    }
                     // The trace helps whoever debugs; the last line says what happened.
                     e.printStackTrace(commandLine.getErr());
                     commandLine.getErr().println("error: " + rootCause(e));
                     return 1;
                 });
         return cli.execute(args);
+    }
+
+    /**
+     * The message of bad input among the causes of a failed job, or null. Flink hands causes over
+     * as {@link SerializedThrowable}s, which keep the original class's name.
+     */
+    static String badInputInJob(Throwable e) {
+        String found = null;
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            String name =
+                    t instanceof SerializedThrowable st
+                            ? st.getOriginalErrorClassName()
+                            : t.getClass().getName();
+            if (name.equals(BadInputException.class.getName())
+                    || name.equals(NpyFormatException.class.getName())) {
+                found = originalMessage(t);
+            }
+        }
+        return found;
+    }
+
+    /** A message without the "class: " prefix that SerializedThrowable and wrapping add. */
+    private static String originalMessage(Throwable t) {
+        String m = String.valueOf(t.getMessage());
+        for (String prefix :
+                new String[] {
+                    BadInputException.class.getName() + ": ",
+                    NpyFormatException.class.getName() + ": "
+                }) {
+            while (m.startsWith(prefix)) {
+                m = m.substring(prefix.length());
+            }
+        }
+        return m.lines().findFirst().orElse(m);
     }
 
     private static String rootCause(Throwable e) {

@@ -80,6 +80,27 @@ class MainTest {
         assertThat(run.err).contains("smaller than the patch 128x128x128; use a smaller --patch");
     }
 
+    /** Bad input inside a failed job, as Flink wraps and serializes it: its line, no trace. */
+    @Test
+    void shouldFindBadInputAmongTheCausesOfAFailedJob() {
+        Exception fromJob =
+                new RuntimeException(
+                        "Job execution failed.",
+                        new IllegalStateException(
+                                "Recovery is suppressed",
+                                new org.apache.flink.util.SerializedThrowable(
+                                        new io.minato.npy.NpyFormatException(
+                                                Path.of("/data/case_00005_x.npy"),
+                                                "header claims 2320000 bytes of data but the file"
+                                                        + " holds 872 (truncated file?)"))));
+        assertThat(Main.badInputInJob(fromJob))
+                .isEqualTo(
+                        "/data/case_00005_x.npy: header claims 2320000 bytes of data but the file"
+                                + " holds 872 (truncated file?)");
+        assertThat(Main.badInputInJob(new RuntimeException("x", new IllegalStateException("y"))))
+                .isNull();
+    }
+
     /** Every command's help formats cleanly (an unescaped '%' once made picocli warn). */
     @Test
     void shouldPrintEveryHelpWithoutAWarning() {

@@ -66,8 +66,21 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
                                 : timeout.timeoutNanos() / 1e6);
     }
 
+    /**
+     * A fault in a mapped case file surfaces as an InternalError where compiled code next checks
+     * for it, possibly after the read (while emitting, say): the whole element is guarded.
+     */
     @Override
     public void processElement(SampleTask task, Context ctx, Collector<PreparedSample> out)
+            throws Exception {
+        try {
+            prepare(task, ctx, out);
+        } catch (InternalError fault) {
+            throw cases.changedWhileRead(task.caseIndex(), fault);
+        }
+    }
+
+    private void prepare(SampleTask task, Context ctx, Collector<PreparedSample> out)
             throws Exception {
         long start = System.nanoTime();
         long cpu0 = CpuClock.threadNanos();

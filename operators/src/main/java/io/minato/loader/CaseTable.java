@@ -120,6 +120,28 @@ public final class CaseTable implements Serializable {
         }
     }
 
+    /**
+     * What a fault while reading case {@code caseIndex}'s mapped files means: a file shrank (was
+     * truncated or rewritten in place) after the run mapped it. The JVM reports it as an {@link
+     * InternalError}, which Flink treats as fatal and stops the process for; this turns it into one
+     * line naming the case's files. Any other internal error is thrown again as it was.
+     */
+    public BadInputException changedWhileRead(int caseIndex, InternalError fault) {
+        if (fault.getMessage() == null || !fault.getMessage().contains("unsafe memory access")) {
+            throw fault;
+        }
+        CaseFiles f = files(caseIndex);
+        return new BadInputException(
+                f.image(),
+                "changed while the run read it ("
+                        + f.image().getFileName()
+                        + " or "
+                        + f.label().getFileName()
+                        + " truncated or rewritten in place?); a data set must stay unchanged"
+                        + " while it trains",
+                fault);
+    }
+
     public CaseCache cache() {
         return cache;
     }

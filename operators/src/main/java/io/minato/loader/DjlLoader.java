@@ -453,7 +453,11 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             long cpu0 = CpuClock.threadNanos();
             Patch p;
             try {
-                p = Preparation.prepare(task.key(), cases.volume(task.caseIndex()), config);
+                try {
+                    p = Preparation.prepare(task.key(), cases.volume(task.caseIndex()), config);
+                } catch (InternalError fault) {
+                    throw cases.changedWhileRead(task.caseIndex(), fault);
+                }
             } catch (BadInputException e) {
                 throw new IllegalStateException(e.getMessage(), e);
             }

@@ -235,7 +235,12 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     PreparedSample prepareSample(SampleTask task) throws BadInputException {
         long cpu0 = CpuClock.threadNanos();
         Volume volume = cases.volume(task.caseIndex());
-        Patch patch = Preparation.prepare(task.key(), volume, config);
+        Patch patch;
+        try {
+            patch = Preparation.prepare(task.key(), volume, config);
+        } catch (InternalError fault) {
+            throw cases.changedWhileRead(task.caseIndex(), fault);
+        }
         return new PreparedSample(task, SamplePath.FAST, CpuClock.threadNanos() - cpu0, patch);
     }
 

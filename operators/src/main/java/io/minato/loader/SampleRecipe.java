@@ -39,8 +39,13 @@ public final class SampleRecipe implements Serializable {
             if (full == null) {
                 full = new ArrayList<>(samples);
             }
-            Patch patch =
-                    Preparation.prepare(s.task().key(), cases.volume(s.task().caseIndex()), config);
+            int c = s.task().caseIndex();
+            Patch patch;
+            try {
+                patch = Preparation.prepare(s.task().key(), cases.volume(c), config);
+            } catch (InternalError fault) {
+                throw cases.changedWhileRead(c, fault);
+            }
             full.set(i, new PreparedSample(s.task(), s.path(), s.prepCpuNanos(), patch));
         }
         return full == null ? batch : new Batch(batch.device(), batch.sequence(), full);

@@ -44,9 +44,18 @@ public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> 
         }
     }
 
+    /** Guarded whole, as in {@link AugmentOperator#processElement}. */
     @Override
     public void processElement(UnfinishedSample sample, Context ctx, Collector<PreparedSample> out)
             throws Exception {
+        try {
+            finish(sample, out);
+        } catch (InternalError fault) {
+            throw cases.changedWhileRead(sample.task().caseIndex(), fault);
+        }
+    }
+
+    private void finish(UnfinishedSample sample, Collector<PreparedSample> out) throws Exception {
         long cpu0 = CpuClock.threadNanos();
         Volume volume = cases.volume(sample.task().caseIndex());
         Preparation p = sample.preparation();

@@ -101,6 +101,39 @@ class LoaderOperatorsTest {
         }
     }
 
+    /**
+     * A case file truncated after the run mapped it: reading it faults, which the JVM reports as an
+     * InternalError and Flink answers by stopping the process. It must be one line instead.
+     */
+    @Test
+    void shouldNameTheCaseWhoseFileWasTruncatedWhileTheRunReadIt(@TempDir Path own)
+            throws Exception {
+        BlobCases blobs = BlobCases.write(own, SHAPE, 300, 1);
+        CaseTable table = blobs.table();
+        try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
+                ProcessFunctionTestHarnesses.forProcessFunction(
+                        new AugmentOperator(table, CONFIG, TimeoutPolicy.parse("60000")))) {
+            h.processElement(new SampleTask(7, 0, 0, 0), 0);
+            assertThat(h.extractOutputValues()).hasSize(1);
+            Path image = table.files(0).image();
+            try (var channel =
+                    java.nio.channels.FileChannel.open(
+                            image, java.nio.file.StandardOpenOption.WRITE)) {
+                channel.truncate(200); // the header only
+            }
+            assertThatThrownBy(
+                            () -> {
+                                for (int i = 1; i < 8; i++) {
+                                    h.processElement(new SampleTask(7, 0, i, 0), i);
+                                }
+                            })
+                    .isInstanceOf(io.minato.data.BadInputException.class)
+                    .hasMessageStartingWith(image.toString())
+                    .hasMessageContaining("changed while the run read it")
+                    .hasMessageNotContaining("\n");
+        }
+    }
+
     @Test
     void shouldKeepPartialBatchesInKeyedStateAcrossASnapshotAndRestore() throws Exception {
         DeviceKeys keys = new DeviceKeys(2);
