@@ -53,14 +53,12 @@ public final class EvaluateCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Device on;
         try {
-            DeviceSpec dev = DeviceSpec.parse(device);
+            DeviceSpec dev = DeviceSpec.parse(device, "--device");
             dev.fallbackNotice().ifPresent(err::println);
             dev = TrainCommand.withTorchDevices(dev, err);
             on = DeviceSpec.djlDevice(dev.devices().get(0));
         } catch (IllegalArgumentException e) {
-            // DeviceSpec speaks of the train command's --devices; this option is --device.
-            throw new ParameterException(
-                    spec.commandLine(), e.getMessage().replaceFirst("^--devices ", "--device "));
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         DataOptions.Cases cases = data.cases(err);
         if (cases.held().isEmpty()) {

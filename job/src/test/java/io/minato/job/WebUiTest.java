@@ -114,8 +114,8 @@ class WebUiTest {
             if (!Files.exists(file)) {
                 continue;
             }
-            for (String line :
-                    Files.readAllLines(file).subList(1, Files.readAllLines(file).size())) {
+            List<String> lines = Files.readAllLines(file); // a header line, then one per socket
+            for (String line : lines.subList(1, lines.size())) {
                 String[] f = line.trim().split("\\s+");
                 boolean listen = f[3].equals("0A");
                 if (listen && inodes.contains(f[9])) {

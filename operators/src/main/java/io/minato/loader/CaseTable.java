@@ -4,6 +4,10 @@ import io.minato.data.BadInputException;
 import io.minato.data.CaseCache;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
+import io.minato.transform.Patch;
+import io.minato.transform.Preparation;
+import io.minato.transform.SampleKey;
+import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
 import java.io.IOException;
 import java.io.Serializable;
@@ -140,6 +144,21 @@ public final class CaseTable implements Serializable {
                         + " truncated or rewritten in place?); a data set must stay unchanged"
                         + " while it trains",
                 fault);
+    }
+
+    /**
+     * The sample of {@code key} prepared whole from case {@code caseIndex}, a changed file reported
+     * as {@link #changedWhileRead} says: for the loaders that prepare a sample in one go and for
+     * the trainer's recipe.
+     */
+    public Patch prepare(SampleKey key, int caseIndex, TransformConfig config)
+            throws BadInputException {
+        Volume volume = volume(caseIndex);
+        try {
+            return Preparation.prepare(key, volume, config);
+        } catch (InternalError fault) {
+            throw changedWhileRead(caseIndex, fault);
+        }
     }
 
     public CaseCache cache() {

@@ -17,7 +17,6 @@ import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
 import io.minato.transform.Shape3;
 import io.minato.transform.TransformConfig;
 import java.nio.ByteBuffer;
@@ -453,11 +452,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             long cpu0 = CpuClock.threadNanos();
             Patch p;
             try {
-                try {
-                    p = Preparation.prepare(task.key(), cases.volume(task.caseIndex()), config);
-                } catch (InternalError fault) {
-                    throw cases.changedWhileRead(task.caseIndex(), fault);
-                }
+                p = cases.prepare(task.key(), task.caseIndex(), config);
             } catch (BadInputException e) {
                 throw new IllegalStateException(e.getMessage(), e);
             }

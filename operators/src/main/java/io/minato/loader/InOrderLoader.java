@@ -8,9 +8,7 @@ import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
 import io.minato.transform.TransformConfig;
-import io.minato.transform.Volume;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -234,13 +232,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     /** One sample, the whole chain on the calling worker; no slow path in this loader. */
     PreparedSample prepareSample(SampleTask task) throws BadInputException {
         long cpu0 = CpuClock.threadNanos();
-        Volume volume = cases.volume(task.caseIndex());
-        Patch patch;
-        try {
-            patch = Preparation.prepare(task.key(), volume, config);
-        } catch (InternalError fault) {
-            throw cases.changedWhileRead(task.caseIndex(), fault);
-        }
+        Patch patch = cases.prepare(task.key(), task.caseIndex(), config);
         return new PreparedSample(task, SamplePath.FAST, CpuClock.threadNanos() - cpu0, patch);
     }
 

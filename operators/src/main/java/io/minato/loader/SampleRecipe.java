@@ -4,7 +4,6 @@ import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
 import io.minato.transform.TransformConfig;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -39,13 +38,7 @@ public final class SampleRecipe implements Serializable {
             if (full == null) {
                 full = new ArrayList<>(samples);
             }
-            int c = s.task().caseIndex();
-            Patch patch;
-            try {
-                patch = Preparation.prepare(s.task().key(), cases.volume(c), config);
-            } catch (InternalError fault) {
-                throw cases.changedWhileRead(c, fault);
-            }
+            Patch patch = cases.prepare(s.task().key(), s.task().caseIndex(), config);
             full.set(i, new PreparedSample(s.task(), s.path(), s.prepCpuNanos(), patch));
         }
         return full == null ? batch : new Batch(batch.device(), batch.sequence(), full);

@@ -187,27 +187,30 @@ public final class BenchPlots {
 
     /** A number that reports may lack or hold as null: NaN then. */
     private static double optional(Map<?, ?> m, String path) {
-        Object v = m;
-        for (String key : path.split("\\.")) {
-            if (!(v instanceof Map<?, ?> o) || o.get(key) == null) {
-                return Double.NaN;
-            }
-            v = o.get(key);
-        }
-        if (!(v instanceof Double d)) {
-            throw new IllegalArgumentException("\"" + path + "\" is not a number");
-        }
-        return d;
+        Object v = find(m, path);
+        return v == MISSING || v == null ? Double.NaN : number(m, path);
     }
 
-    /** The value at a dotted path of keys through nested objects. */
-    private static Object at(Map<?, ?> m, String path) {
+    /** What {@link #find} returns for a path that is not there. */
+    private static final Object MISSING = new Object();
+
+    /** The value at a dotted path of keys through nested objects; {@link #MISSING} if absent. */
+    private static Object find(Map<?, ?> m, String path) {
         Object v = m;
         for (String key : path.split("\\.")) {
             if (!(v instanceof Map<?, ?> o) || !o.containsKey(key)) {
-                throw new IllegalArgumentException("\"" + path + "\" is missing");
+                return MISSING;
             }
             v = o.get(key);
+        }
+        return v;
+    }
+
+    /** The value at a dotted path, which must be there (JSON null counts as there). */
+    private static Object at(Map<?, ?> m, String path) {
+        Object v = find(m, path);
+        if (v == MISSING) {
+            throw new IllegalArgumentException("\"" + path + "\" is missing");
         }
         return v;
     }

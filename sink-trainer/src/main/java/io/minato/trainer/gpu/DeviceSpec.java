@@ -62,6 +62,11 @@ public final class DeviceSpec {
         return parse(spec, GpuProbe::detect);
     }
 
+    /** As {@link #parse(String)}, for a command whose option is named {@code option}. */
+    public static DeviceSpec parse(String spec, String option) {
+        return parse(spec, GpuProbe::detect, option);
+    }
+
     /**
      * Parses {@code spec} against the GPUs {@code probe} reports; the probe is asked only when the
      * spec needs GPUs, so {@code cpu} never loads CUDA. Null or blank: {@code gpu} if one is
@@ -70,6 +75,10 @@ public final class DeviceSpec {
      * @throws IllegalArgumentException naming the spec and the accepted forms
      */
     public static DeviceSpec parse(String spec, Supplier<Gpus> probe) {
+        return parse(spec, probe, OPTION);
+    }
+
+    private static DeviceSpec parse(String spec, Supplier<Gpus> probe, String option) {
         if (spec == null || spec.isBlank()) {
             Gpus gpus = probe.get();
             return gpus.present() ? allGpus("gpu", gpus) : new DeviceSpec("cpu", cpus(1), "");
@@ -85,7 +94,7 @@ public final class DeviceSpec {
         if (s.startsWith("cpu:")) {
             String n = s.substring("cpu:".length()).strip();
             if (!COUNT.matcher(n).matches() || Integer.parseInt(n) < 1) {
-                throw invalid(spec, "N must be a whole number >= 1, got '" + n + "'");
+                throw invalid(option, spec, "N must be a whole number >= 1, got '" + n + "'");
             }
             return new DeviceSpec(s, cpus(Integer.parseInt(n)), "");
         }
@@ -95,7 +104,7 @@ public final class DeviceSpec {
         }
         if (s.startsWith("gpu:")) {
             // Syntax first, so a typo is reported the same on machines with and without a GPU.
-            List<Integer> indices = indices(spec, s.substring("gpu:".length()));
+            List<Integer> indices = indices(option, spec, s.substring("gpu:".length()));
             Gpus gpus = probe.get();
             if (!gpus.present()) {
                 return fallback(spec, gpus);
@@ -104,6 +113,7 @@ public final class DeviceSpec {
             for (int i : indices) {
                 if (gpus.get(i).isEmpty()) {
                     throw invalid(
+                            option,
                             spec,
                             "there is no GPU "
                                     + i
@@ -119,7 +129,7 @@ public final class DeviceSpec {
             }
             return new DeviceSpec(s, chosen, "");
         }
-        throw invalid(spec, "unknown device kind");
+        throw invalid(option, spec, "unknown device kind");
     }
 
     /**
@@ -166,15 +176,15 @@ public final class DeviceSpec {
         return spec + " -> " + devices;
     }
 
-    private static List<Integer> indices(String spec, String list) {
+    private static List<Integer> indices(String option, String spec, String list) {
         Set<Integer> seen = new LinkedHashSet<>();
         for (String part : list.split(",", -1)) {
             String p = part.strip();
             if (!COUNT.matcher(p).matches()) {
-                throw invalid(spec, "'" + p + "' is not a GPU index (0, 1, ...)");
+                throw invalid(option, spec, "'" + p + "' is not a GPU index (0, 1, ...)");
             }
             if (!seen.add(Integer.parseInt(p))) {
-                throw invalid(spec, "GPU " + p + " is listed twice");
+                throw invalid(option, spec, "GPU " + p + " is listed twice");
             }
         }
         return new ArrayList<>(seen);
@@ -199,8 +209,8 @@ public final class DeviceSpec {
         return IntStream.range(0, n).mapToObj(TrainingDevice::cpu).toList();
     }
 
-    private static IllegalArgumentException invalid(String spec, String problem) {
+    private static IllegalArgumentException invalid(String option, String spec, String problem) {
         return new IllegalArgumentException(
-                OPTION + " '" + spec.strip() + "': " + problem + "; expected " + FORMS);
+                option + " '" + spec.strip() + "': " + problem + "; expected " + FORMS);
     }
 }
