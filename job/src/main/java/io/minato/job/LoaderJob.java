@@ -26,7 +26,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
  *
  * <pre>
- * SampleSource -> AugmentOperator (fast, p=F) --main--> union -> keyBy(device of the sample)
+ * SampleSource -> AugmentOperator (fast, p=F) --main--> union -> keyBy(device dealt to the sample)
  *                        |--side "slow"--> SlowPath (p=S) -^      -> BatchAssembler (p=G)
  *                                                                 -> TrainerSink (p=G)
  * </pre>
@@ -95,7 +95,9 @@ public final class LoaderJob {
         DeviceKeys keys = new DeviceKeys(s.devices());
         SingleOutputStreamOperator<PreparedSample> fast =
                 tasks.rebalance()
-                        .process(new AugmentOperator(s.cases(), s.transforms(), s.timeout()))
+                        .process(
+                                new AugmentOperator(
+                                        s.cases(), s.transforms(), s.timeout(), s.devices()))
                         .name("AugmentOperator")
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
@@ -103,13 +105,13 @@ public final class LoaderJob {
         DataStream<PreparedSample> slow =
                 fast.getSideOutput(AugmentOperator.SLOW)
                         .rebalance()
-                        .process(new SlowPath(s.cases(), s.transforms()))
+                        .process(new SlowPath(s.cases(), s.transforms(), s.devices()))
                         .name("SlowPath")
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
         return fast.union(slow)
-                .keyBy(new DeviceOf(keys, s.cases().size()), Types.INT)
+                .keyBy(new DeviceOf(keys), Types.INT)
                 .transform("BatchAssembler", SampleTypes.BATCH, new BatchAssembler(keys, s.batch()))
                 .uid("batch-assembler")
                 .setParallelism(s.devices())

@@ -19,8 +19,9 @@ import org.apache.flink.util.OutputTag;
 
 /**
  * A fast worker: prepares a sample under a deadline. Done in time, the sample leaves on the main
- * output; past the deadline it leaves at the next step boundary on the {@link #SLOW} side output,
- * unfinished, and the worker takes the next sample at once.
+ * output, dealt to the next device in this worker's turn ({@link DeviceDealer}); past the deadline
+ * it leaves at the next step boundary on the {@link #SLOW} side output, unfinished, and the worker
+ * takes the next sample at once.
  */
 public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample> {
     private static final long serialVersionUID = 1L;
@@ -35,22 +36,32 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     private final CaseTable cases;
     private final TransformConfig config;
     private final TimeoutPolicy timeoutSetting;
+    private final int devices;
 
     private transient TimeoutPolicy timeout;
     private transient Counter fast;
     private transient Counter slow;
     private transient DoubleMaximum finalTimeoutMs;
     private transient SampleHandoff.Reservation handoff;
+    private transient DeviceDealer dealer;
 
-    public AugmentOperator(CaseTable cases, TransformConfig config, TimeoutPolicy timeout) {
+    /**
+     * @param devices how many devices' batchers the samples are dealt to
+     */
+    public AugmentOperator(
+            CaseTable cases, TransformConfig config, TimeoutPolicy timeout, int devices) {
         this.cases = cases;
         this.config = config;
         this.timeoutSetting = timeout;
+        this.devices = devices;
     }
 
     @Override
     public void open(OpenContext openContext) {
         timeout = timeoutSetting.copy();
+        dealer =
+                new DeviceDealer(
+                        devices, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
         handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
         var metrics = getRuntimeContext().getMetricGroup();
         finalTimeoutMs = new DoubleMaximum();
@@ -97,7 +108,7 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
         if (p.isDone()) {
             timeout.finished(System.nanoTime() - start);
             fast.inc();
-            out.collect(new PreparedSample(task, SamplePath.FAST, cpu, p.result()));
+            out.collect(new PreparedSample(task, SamplePath.FAST, cpu, p.result(), dealer.next()));
         } else {
             timeout.cutOff();
             slow.inc();

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -17,12 +18,15 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
  * A device's batcher (keyed by device): emits a batch of B samples, fast and slow mixed in arrival
- * order, as soon as B have arrived.
+ * order, as soon as B have arrived. At the end of the input each device's partial batch goes out as
+ * a smaller last batch: the workers deal samples to the devices in turn ({@link DeviceDealer}), so
+ * devices can end a few samples apart, and no sample is dropped for that.
  *
  * <p>Partial batches are keyed state (RocksDB in the job) in every checkpoint, but not on the hot
  * path, and as identities: a sample is a pure function of its task, so the checkpoint keeps the
@@ -32,7 +36,7 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * hence an operator.)
  */
 public class BatchAssembler extends AbstractStreamOperator<Batch>
-        implements OneInputStreamOperator<PreparedSample, Batch> {
+        implements OneInputStreamOperator<PreparedSample, Batch>, BoundedOneInput {
     private static final long serialVersionUID = 1L;
 
     private final DeviceKeys keys;
@@ -91,10 +95,22 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
         samples.add(record.getValue());
         if (samples.size() == batchSize) {
             pending.remove(key);
-            long sequence = nextSequence.getOrDefault(key, 0L);
-            nextSequence.put(key, sequence + 1);
-            output.collect(new StreamRecord<>(new Batch(keys.deviceOf(key), sequence, samples)));
+            emit(key, samples);
         }
+    }
+
+    @Override
+    public void endInput() {
+        for (var partial : new TreeMap<>(pending).entrySet()) {
+            emit(partial.getKey(), partial.getValue());
+        }
+        pending.clear();
+    }
+
+    private void emit(int key, List<PreparedSample> samples) {
+        long sequence = nextSequence.getOrDefault(key, 0L);
+        nextSequence.put(key, sequence + 1);
+        output.collect(new StreamRecord<>(new Batch(keys.deviceOf(key), sequence, samples)));
     }
 
     @Override

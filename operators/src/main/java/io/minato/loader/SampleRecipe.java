@@ -39,7 +39,7 @@ public final class SampleRecipe implements Serializable {
                 full = new ArrayList<>(samples);
             }
             Patch patch = cases.prepare(s.task().key(), s.task().caseIndex(), config);
-            full.set(i, new PreparedSample(s.task(), s.path(), s.prepCpuNanos(), patch));
+            full.set(i, s.withPatch(patch));
         }
         return full == null ? batch : new Batch(batch.device(), batch.sequence(), full);
     }

@@ -15,24 +15,34 @@ import org.apache.flink.util.Collector;
 
 /**
  * Finishes samples that passed their deadline on a fast worker, from the step they reached: no step
- * is redone, and the result is the one the fast path would have produced.
+ * is redone, and the result is the one the fast path would have produced. Finished samples are
+ * dealt to the devices in turn, as the fast workers deal theirs ({@link DeviceDealer}).
  */
 public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> {
     private static final long serialVersionUID = 1L;
 
     private final CaseTable cases;
     private final TransformConfig config;
+    private final int devices;
     private transient Counter finished;
     private transient SampleHandoff.Reservation handoff;
+    private transient DeviceDealer dealer;
 
-    public SlowPath(CaseTable cases, TransformConfig config) {
+    /**
+     * @param devices how many devices' batchers the samples are dealt to
+     */
+    public SlowPath(CaseTable cases, TransformConfig config, int devices) {
         this.cases = cases;
         this.config = config;
+        this.devices = devices;
     }
 
     @Override
     public void open(OpenContext openContext) {
         finished = getRuntimeContext().getMetricGroup().counter("samplesFinished");
+        dealer =
+                new DeviceDealer(
+                        devices, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
         handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
         CacheMetrics.register(getRuntimeContext(), getRuntimeContext().getMetricGroup(), cases);
     }
@@ -64,6 +74,7 @@ public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> 
         }
         long cpu = sample.prepCpuNanos() + CpuClock.threadNanos() - cpu0;
         finished.inc();
-        out.collect(new PreparedSample(sample.task(), SamplePath.SLOW, cpu, p.result()));
+        out.collect(
+                new PreparedSample(sample.task(), SamplePath.SLOW, cpu, p.result(), dealer.next()));
     }
 }

@@ -51,13 +51,15 @@ class LoaderOperatorsTest {
     void shouldEmitSamplesDoneInTimeOnTheMainOutput() throws Exception {
         try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
                 ProcessFunctionTestHarnesses.forProcessFunction(
-                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("60000")))) {
+                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("60000"), 3))) {
             for (int i = 0; i < 12; i++) {
                 h.processElement(new SampleTask(7, 0, i, i % 3), i);
             }
             assertThat(h.extractOutputValues())
                     .hasSize(12)
-                    .allMatch(s -> s.path() == SamplePath.FAST);
+                    .allMatch(s -> s.path() == SamplePath.FAST)
+                    .extracting(PreparedSample::device)
+                    .containsExactly(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2); // dealt in turn
             assertThat(h.getSideOutput(AugmentOperator.SLOW)).isNullOrEmpty();
         }
     }
@@ -69,7 +71,7 @@ class LoaderOperatorsTest {
         List<UnfinishedSample> unfinished = new ArrayList<>();
         try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
                 ProcessFunctionTestHarnesses.forProcessFunction(
-                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("0.000001")))) {
+                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("0.000001"), 2))) {
             for (int i = 0; i < 12; i++) {
                 h.processElement(new SampleTask(7, 0, i, i % 3), i);
             }
@@ -84,7 +86,7 @@ class LoaderOperatorsTest {
         assertThat(unfinished).allMatch(u -> !u.preparation().isDone());
 
         try (OneInputStreamOperatorTestHarness<UnfinishedSample, PreparedSample> h =
-                ProcessFunctionTestHarnesses.forProcessFunction(new SlowPath(cases, CONFIG))) {
+                ProcessFunctionTestHarnesses.forProcessFunction(new SlowPath(cases, CONFIG, 2))) {
             for (UnfinishedSample u : unfinished) {
                 h.processElement(u, 0);
             }
@@ -92,6 +94,9 @@ class LoaderOperatorsTest {
             assertThat(done)
                     .hasSize(12)
                     .allMatch(s -> s.path() == SamplePath.SLOW && s.prepCpuNanos() > 0);
+            assertThat(done)
+                    .extracting(PreparedSample::device)
+                    .containsExactly(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1);
             for (PreparedSample s : done) {
                 Patch expected =
                         Preparation.prepare(
@@ -112,7 +117,7 @@ class LoaderOperatorsTest {
         CaseTable table = blobs.table();
         try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
                 ProcessFunctionTestHarnesses.forProcessFunction(
-                        new AugmentOperator(table, CONFIG, TimeoutPolicy.parse("60000")))) {
+                        new AugmentOperator(table, CONFIG, TimeoutPolicy.parse("60000"), 1))) {
             h.processElement(new SampleTask(7, 0, 0, 0), 0);
             assertThat(h.extractOutputValues()).hasSize(1);
             Path image = table.files(0).image();
@@ -142,7 +147,7 @@ class LoaderOperatorsTest {
                 assembler(keys)) {
             h.open();
             for (int i = 0; i < 5; i++) {
-                h.processElement(sample(2 * i + 1), i); // odd indices: device 1
+                h.processElement(sample(2 * i + 1, 1), i);
             }
             List<Batch> batches = h.extractOutputValues();
             assertThat(batches)
@@ -159,7 +164,7 @@ class LoaderOperatorsTest {
                 assembler(keys)) {
             h.initializeState(snapshot);
             h.open();
-            h.processElement(sample(11), 20);
+            h.processElement(sample(11, 1), 20);
             List<Batch> batches = h.extractOutputValues();
             assertThat(batches).hasSize(1);
             assertThat(batches.get(0).sequence()).isEqualTo(2);
@@ -170,21 +175,66 @@ class LoaderOperatorsTest {
     }
 
     @Test
-    void shouldSpreadTheSamplesOfEveryEpochEvenlyOverTheDevices() {
+    void shouldSendEachDevicesPartialBatchAtTheEndOfTheInputAndDropNothing() throws Exception {
         DeviceKeys keys = new DeviceKeys(3);
-        DeviceOf deviceOf = new DeviceOf(keys, 7);
-        int[] counts = new int[3];
-        for (int epoch = 0; epoch < 5; epoch++) {
-            for (int index = 0; index < 7; index++) {
-                PreparedSample s =
-                        new PreparedSample(
-                                new SampleTask(1, epoch, index, 0), SamplePath.SLOW, 1, null);
-                int device = deviceOf.device(s.task());
-                counts[device]++;
-                assertThat(keys.deviceOf(deviceOf.getKey(s))).isEqualTo(device);
+        try (KeyedOneInputStreamOperatorTestHarness<Integer, PreparedSample, Batch> h =
+                assembler(keys)) {
+            h.open();
+            h.processElement(sample(0, 2), 0);
+            h.processElement(sample(1, 0), 1);
+            h.processElement(sample(2, 2), 2); // device 2's batch 0
+            h.processElement(sample(3, 2), 3);
+            h.processElement(sample(4, 2), 4); // device 2's batch 1
+            h.processElement(sample(5, 2), 5);
+            assertThat(h.extractOutputValues())
+                    .extracting(Batch::device, Batch::sequence)
+                    .containsExactly(
+                            org.assertj.core.groups.Tuple.tuple(2, 0L),
+                            org.assertj.core.groups.Tuple.tuple(2, 1L));
+            h.endInput();
+            List<Batch> batches = h.extractOutputValues();
+            assertThat(batches.subList(2, batches.size()))
+                    .extracting(Batch::device, Batch::sequence, b -> b.samples().size())
+                    .containsExactlyInAnyOrder(
+                            org.assertj.core.groups.Tuple.tuple(0, 0L, 1),
+                            org.assertj.core.groups.Tuple.tuple(2, 2L, 1));
+            assertThat(batches)
+                    .flatExtracting(Batch::samples)
+                    .extracting(s -> s.task().index())
+                    .containsExactlyInAnyOrder(0L, 1L, 2L, 3L, 4L, 5L);
+        }
+    }
+
+    @Test
+    void shouldDealReadySamplesToTheDevicesInTurnFromEachWorkersOwnStart() {
+        for (int devices = 1; devices <= 4; devices++) {
+            for (int worker = 0; worker < 6; worker++) {
+                DeviceDealer dealer = new DeviceDealer(devices, worker);
+                int[] counts = new int[devices];
+                for (int i = 0; i < 10 * devices; i++) {
+                    int device = dealer.next();
+                    assertThat(device).isEqualTo((worker + i) % devices);
+                    counts[device]++;
+                }
+                assertThat(counts).containsOnly(10);
             }
         }
-        assertThat(counts).containsExactly(12, 12, 11); // 35 samples over 3 devices
+        assertThatThrownBy(() -> new DeviceDealer(0, 0)).hasMessageContaining("devices >= 1");
+    }
+
+    @Test
+    void shouldKeyASampleByTheDeviceItWasDealtAndRefuseOneDealtNowhere() {
+        DeviceKeys keys = new DeviceKeys(3);
+        DeviceOf deviceOf = new DeviceOf(keys);
+        for (int d = 0; d < 3; d++) {
+            assertThat(keys.deviceOf(deviceOf.getKey(sample(5, d)))).isEqualTo(d);
+        }
+        PreparedSample undealt =
+                new PreparedSample(new SampleTask(7, 2, 5, 0), SamplePath.FAST, 1, null);
+        assertThatThrownBy(() -> deviceOf.getKey(undealt))
+                .hasMessage(
+                        "sample (epoch 2, index 5) was dealt to device -1, not one of the job's 3");
+        assertThatThrownBy(() -> deviceOf.getKey(sample(5, 3))).hasMessageContaining("device 3");
     }
 
     @Test
@@ -243,11 +293,12 @@ class LoaderOperatorsTest {
     private static KeyedOneInputStreamOperatorTestHarness<Integer, PreparedSample, Batch> assembler(
             DeviceKeys keys) throws Exception {
         return new KeyedOneInputStreamOperatorTestHarness<>(
-                new BatchAssembler(keys, 2), new DeviceOf(keys, 100), Types.INT);
+                new BatchAssembler(keys, 2), new DeviceOf(keys), Types.INT);
     }
 
-    private static PreparedSample sample(long index) {
+    private static PreparedSample sample(long index, int device) {
         Patch patch = new Patch(Shape3.cube(2), new float[8], new byte[8]);
-        return new PreparedSample(new SampleTask(7, 0, index, 0), SamplePath.FAST, 1000, patch);
+        return new PreparedSample(
+                new SampleTask(7, 0, index, 0), SamplePath.FAST, 1000, patch, device);
     }
 }

@@ -9,8 +9,8 @@ import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
 /**
- * Writes a {@link PreparedSample} as its identity only (task, path, CPU nanoseconds), never its
- * 1-10 MiB patch: for checkpointed state, since a sample is a pure function of its task and is
+ * Writes a {@link PreparedSample} as its identity only (task, path, CPU nanoseconds, device), never
+ * its 1-10 MiB patch: for checkpointed state, since a sample is a pure function of its task and is
  * prepared again after a restore. Reads every form {@link PreparedSampleSerializer} writes.
  */
 public final class PreparedSampleIdentitySerializer

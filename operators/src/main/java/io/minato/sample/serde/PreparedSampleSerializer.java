@@ -14,7 +14,7 @@ import org.apache.flink.core.memory.DataOutputView;
 
 /**
  * Serializes a {@link PreparedSample} as it crosses an operator boundary: task, path, CPU
- * nanoseconds, then the patch in one of three forms, marked by a byte:
+ * nanoseconds, device, then the patch in one of three forms, marked by a byte:
  *
  * <ul>
  *   <li>{@code HANDED_OFF}: the patch was parked in this JVM's {@link SampleHandoff}; the receiver
@@ -49,17 +49,17 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
     @Override
     public PreparedSample createInstance() {
         return new PreparedSample(
-                TASK.createInstance(), PATH.createInstance(), 0, PATCH.createInstance());
+                TASK.createInstance(),
+                PATH.createInstance(),
+                0,
+                PATCH.createInstance(),
+                PreparedSample.ANY_DEVICE);
     }
 
     /** Copies the patch arrays; the record itself is immutable. */
     @Override
     public PreparedSample copy(PreparedSample from) {
-        return new PreparedSample(
-                from.task(),
-                from.path(),
-                from.prepCpuNanos(),
-                from.patch() == null ? null : PATCH.copy(from.patch()));
+        return from.withPatch(from.patch() == null ? null : PATCH.copy(from.patch()));
     }
 
     @Override
@@ -96,6 +96,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         TASK.serialize(sample.task(), out);
         PATH.serialize(sample.path(), out);
         out.writeLong(sample.prepCpuNanos());
+        out.writeInt(sample.device());
     }
 
     @Override
@@ -103,6 +104,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         SampleTask task = TASK.deserialize(in);
         SamplePath path = PATH.deserialize(in);
         long prepCpuNanos = in.readLong();
+        int device = in.readInt();
         int form = in.readUnsignedByte();
         Patch patch =
                 switch (form) {
@@ -111,7 +113,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
                     case IDENTITY -> null;
                     default -> throw new IOException("unknown prepared sample form " + form);
                 };
-        return new PreparedSample(task, path, prepCpuNanos, patch);
+        return new PreparedSample(task, path, prepCpuNanos, patch, device);
     }
 
     @Override
@@ -124,6 +126,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         TASK.copy(in, out);
         PATH.copy(in, out);
         out.writeLong(in.readLong());
+        out.writeInt(in.readInt());
         int form = in.readUnsignedByte();
         out.writeByte(form);
         if (form == INLINE) {

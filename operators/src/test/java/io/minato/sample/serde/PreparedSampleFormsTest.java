@@ -27,12 +27,14 @@ class PreparedSampleFormsTest {
             assertThat(back.patch()).as("the very arrays, not a copy").isSameAs(s.patch());
             assertThat(back.task()).isEqualTo(s.task());
             assertThat(back.prepCpuNanos()).isEqualTo(s.prepCpuNanos());
+            assertThat(back.device()).isEqualTo(s.device()).isEqualTo(2);
         }
         assertThat(handedOff.length).isLessThan(64);
         // Read again (a replay after a restore): the patch is gone, the identity remains.
         PreparedSample replayed = read(handedOff);
         assertThat(replayed.patch()).isNull();
         assertThat(replayed.task()).isEqualTo(s.task());
+        assertThat(replayed.device()).isEqualTo(2);
     }
 
     @Test

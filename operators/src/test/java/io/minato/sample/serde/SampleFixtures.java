@@ -74,7 +74,8 @@ final class SampleFixtures {
     }
 
     static PreparedSample prepared(long index, SamplePath path, Shape3 shape) {
-        return new PreparedSample(task(index), path, 1_000_000L * index + 17, patch(shape, index));
+        return new PreparedSample(
+                task(index), path, 1_000_000L * index + 17, patch(shape, index), (int) (index % 3));
     }
 
     /** A preparation run until {@code stop} is the next step (and, for SCAN, one slab in). */
@@ -127,6 +128,7 @@ final class SampleFixtures {
             return x.task().equals(y.task())
                     && x.path() == y.path()
                     && x.prepCpuNanos() == y.prepCpuNanos()
+                    && x.device() == y.device()
                     && x.patch().sameContent(y.patch());
         }
         if (a instanceof UnfinishedSample x && b instanceof UnfinishedSample y) {
