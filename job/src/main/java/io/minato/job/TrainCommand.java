@@ -87,7 +87,9 @@ public final class TrainCommand implements Callable<Integer> {
             names = "--slow-workers",
             paramLabel = "S",
             description =
-                    "Of the workers, how many finish slow samples (default: a quarter, at least 1).")
+                    "Minato's slow-path workers, besides the W fast ones (default: W; idle ones"
+                            + " cost nothing, and a heavy tail needs the cores the fast workers"
+                            + " leave).")
     Integer slowWorkers;
 
     @Option(
@@ -208,15 +210,23 @@ public final class TrainCommand implements Callable<Integer> {
 
     @Spec CommandSpec spec;
 
+    private void requireAtLeast(String option, long value, long least) {
+        if (value < least) {
+            throw new ParameterException(
+                    spec.commandLine(), option + " must be >= " + least + ", not " + value);
+        }
+    }
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (epochs < 1 || batch < 1 || workers < 1 || queueDepth < 1 || checkpointMillis < 10) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    "--epochs, --batch, --workers and --queue-depth must be >= 1");
-        }
+        requireAtLeast("--epochs", epochs, 1);
+        requireAtLeast("--batch", batch, 1);
+        requireAtLeast("--workers", workers, 1);
+        requireAtLeast("--slow-workers", slowWorkers == null ? workers : slowWorkers, 1);
+        requireAtLeast("--queue-depth", queueDepth, 1);
+        requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
         DeviceSpec dev;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
@@ -271,7 +281,7 @@ public final class TrainCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        int slow = slowWorkers != null ? slowWorkers : Math.max(1, workers / 4);
+        int slow = slowWorkers != null ? slowWorkers : workers;
         int fast = workers;
 
         DataOptions.Cases cases = data.cases(err);

@@ -120,6 +120,21 @@ class MainTest {
         assertThat(run.err.strip()).doesNotContain("\n").contains("--no-such-option");
     }
 
+    @Test
+    void shouldRefuseACountOutOfRangeNamingItsOption() {
+        String[][] cases = {
+            {"--slow-workers", "0", "--slow-workers must be >= 1, not 0"},
+            {"--workers", "-2", "--workers must be >= 1, not -2"},
+            {"--queue-depth", "0", "--queue-depth must be >= 1, not 0"},
+            {"--checkpoint-interval", "5", "--checkpoint-interval must be >= 10, not 5"},
+        };
+        for (String[] c : cases) {
+            Run run = run("train", "--data", data.toString(), c[0], c[1], "--no-web-ui");
+            assertThat(run.status).as(c[0]).isEqualTo(2);
+            assertThat(run.err.lines().findFirst().orElse("")).as(c[0]).contains(c[2]);
+        }
+    }
+
     private Path copyWithTruncatedLabel(String name) throws Exception {
         Path dir = Files.createDirectories(data.resolveSibling(data.getFileName() + "-" + name));
         try (var files = Files.list(data)) {
