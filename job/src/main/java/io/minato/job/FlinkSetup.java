@@ -53,6 +53,11 @@ public final class FlinkSetup {
                 runDir.resolve("checkpoints").toAbsolutePath().toUri().toString());
         c.put("execution.checkpointing.interval", checkpointInterval.toMillis() + " ms");
         c.put("execution.checkpointing.mode", "EXACTLY_ONCE");
+        // A killed, failed or cancelled run keeps its latest checkpoint: train --resume RUN_DIR
+        // (or flink run -s) continues from it.
+        c.put(
+                "execution.checkpointing.externalized-checkpoint-retention",
+                "RETAIN_ON_CANCELLATION");
         c.put("execution.checkpointing.unaligned.enabled", "true");
         // After a restore, the augment workers first work through the sample tasks recovered from
         // the network channels (thousands fit in a buffer: they are tiny); Flink declined every

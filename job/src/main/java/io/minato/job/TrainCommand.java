@@ -25,16 +25,23 @@ import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
 
 /** Runs the loader as a Flink job into the trainer sink and reports how busy the devices were. */
@@ -208,6 +215,21 @@ public final class TrainCommand implements Callable<Integer> {
                             + " (default: ${DEFAULT-VALUE}).")
     int restPort = 8081;
 
+    @Option(
+            names = "--resume",
+            paramLabel = "RUN_DIR",
+            description =
+                    "Continue the run in RUN_DIR (killed, failed or stopped) from its latest complete"
+                            + " checkpoint, with the options it was started with. Beside it only"
+                            + " options that do not change what is trained may be given anew"
+                            + " (--report, --trace, --[no-]web-ui, --rest-port, --timeout,"
+                            + " --queue-depth, --checkpoint-interval, the case cache's); any other"
+                            + " must repeat the run's value.")
+    Path resume;
+
+    /** A resumed run's checkpoint: the job starts from it. */
+    private Path restoreFrom;
+
     @Spec CommandSpec spec;
 
     private void requireAtLeast(String option, long value, long least) {
@@ -221,6 +243,9 @@ public final class TrainCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (resume != null) {
+            return resumed(err);
+        }
         requireAtLeast("--epochs", epochs, 1);
         requireAtLeast("--batch", batch, 1);
         requireAtLeast("--workers", workers, 1);
@@ -299,6 +324,7 @@ public final class TrainCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
         CaseTable caseTable = new CaseTable(train, cases.cache());
         TrainerSink sink =
                 TrainerSink.builder()
@@ -322,13 +348,13 @@ public final class TrainCommand implements Callable<Integer> {
                         timeoutPolicy);
         int slots = Math.max(Math.max(fast, slow), dev.devices().size());
         Path flinkTmp = Files.createDirectories(run.resolve("tmp"));
+        Configuration job =
+                FlinkSetup.jobConfiguration(run, Duration.ofMillis(checkpointMillis), 3);
+        if (restoreFrom != null) {
+            job.setString("execution.state-recovery.path", restoreFrom.toAbsolutePath().toString());
+        }
         StreamExecutionEnvironment env =
-                FlinkSetup.environment(
-                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(checkpointMillis), 3),
-                        slots,
-                        webUi,
-                        restPort,
-                        flinkTmp);
+                FlinkSetup.environment(job, slots, webUi, restPort, flinkTmp);
         new LoaderJob(settings, sink).build(env);
 
         err.printf(
@@ -358,6 +384,7 @@ public final class TrainCommand implements Callable<Integer> {
             FlinkSetup.deleteRpcJars(flinkTmp);
         }
         long processCpu = processCpuNanos() - cpu0;
+        RunArgs.finished(run);
         Long firstRequest = result.getAccumulatorResult(SampleSource.FIRST_REQUEST_MILLIS);
 
         Evaluation.Dice dice = null;
@@ -408,6 +435,82 @@ public final class TrainCommand implements Callable<Integer> {
         out.println(r.summaryLine());
         out.flush();
         return 0;
+    }
+
+    /**
+     * {@code --resume RUN_DIR}: the run's stored options, those given now that may change (last
+     * wins), the run directory itself, and its latest complete checkpoint to start from.
+     */
+    private Integer resumed(PrintWriter err) throws Exception {
+        List<String> stored;
+        Path checkpoint;
+        try {
+            stored = RunArgs.read(resume);
+            checkpoint = RunArgs.latestCheckpoint(resume);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        ParseResult given = spec.commandLine().getParseResult();
+        for (OptionSpec o : given.matchedOptions()) {
+            List<String> names = List.of(o.names());
+            if (names.contains("--run-dir")) {
+                throw new ParameterException(
+                        spec.commandLine(),
+                        "--resume continues the run in its own folder: leave out --run-dir");
+            }
+            if (!Collections.disjoint(names, RunArgs.HOW)) {
+                continue;
+            }
+            String mine = String.join(" ", o.originalStringValues());
+            boolean flag = o.arity().max() == 0;
+            Optional<String> theirs =
+                    flag
+                            ? stored.stream().anyMatch(names::contains)
+                                    ? Optional.of(mine)
+                                    : Optional.empty()
+                            : RunArgs.valueOf(stored, Set.copyOf(names));
+            if (theirs.isEmpty() || !sameValue(o, mine, theirs.get())) {
+                throw new ParameterException(
+                        spec.commandLine(),
+                        "--resume "
+                                + resume
+                                + ": "
+                                + o.longestName()
+                                + (flag ? "" : " " + mine)
+                                + " would change what the run trains (it was started "
+                                + theirs.map(v -> "with " + o.longestName() + (flag ? "" : " " + v))
+                                        .orElse("without " + o.longestName())
+                                + "); leave it out");
+            }
+        }
+        List<String> args = new ArrayList<>(stored);
+        List<String> now = given.expandedArgs();
+        for (int i = 0; i < now.size(); i++) {
+            if (now.get(i).equals("--resume")) {
+                i++;
+            } else if (!now.get(i).startsWith("--resume=")) {
+                args.add(now.get(i));
+            }
+        }
+        args.add("--run-dir");
+        args.add(resume.toString());
+        CommandLine again = new CommandLine(new TrainCommand());
+        again.setOverwrittenOptionsAllowed(true);
+        again.setOut(spec.commandLine().getOut());
+        again.setErr(err);
+        again.parseArgs(args.toArray(String[]::new));
+        TrainCommand resumedRun = again.getCommand();
+        resumedRun.restoreFrom = checkpoint;
+        err.println("resuming " + resume + " from " + checkpoint);
+        return resumedRun.call();
+    }
+
+    /** Paths compare as absolute paths (the run stores them so), anything else as text. */
+    private static boolean sameValue(OptionSpec o, String mine, String theirs) {
+        if (o.type() == Path.class) {
+            return Path.of(mine).toAbsolutePath().normalize().equals(Path.of(theirs));
+        }
+        return mine.equals(theirs);
     }
 
     private static RunReport.CacheCounts cacheCounts(JobExecutionResult result, CaseCache cache) {

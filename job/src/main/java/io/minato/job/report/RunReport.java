@@ -74,6 +74,7 @@ public final class RunReport {
     private final long gpuMemoryTotal;
     private final long firstEpochEnd; // epoch millis; 0: no epoch-0 sample was trained
     private final long samplesAtFirstEpochEnd;
+    private final long startMillis; // the first request, or a resumed run's first step
 
     private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
         this.in = in;
@@ -88,7 +89,13 @@ public final class RunReport {
         double wait = 0;
         long epochEnd = 0;
         long atEpochEnd = 0;
+        // A resumed run's devices started before this process asked for its first sample: the
+        // run's time counts from their first step (the interruption included).
+        long start = in.firstRequestMillis();
         for (DeviceSummary d : devices) {
+            if (d.firstStepStartMillis() > 0) {
+                start = Math.min(start, d.firstStepStartMillis());
+            }
             epochEnd = Math.max(epochEnd, d.firstEpochEndMillis());
             atEpochEnd += d.samplesAtFirstEpochEnd();
             lastEnd = Math.max(lastEnd, d.lastStepEndMillis());
@@ -100,7 +107,8 @@ public final class RunReport {
             busy += d.busySeconds();
             wait += d.waitSeconds();
         }
-        wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - in.firstRequestMillis()) / 1000.0) : 0;
+        startMillis = start;
+        wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - start) / 1000.0) : 0;
         firstEpochEnd = epochEnd;
         samplesAtFirstEpochEnd = atEpochEnd;
         steps = maxSteps;
@@ -172,9 +180,7 @@ public final class RunReport {
             b.append("null,\n  \"later_epochs\": null,\n");
             return;
         }
-        double first =
-                Math.min(
-                        wallSeconds, Math.max(0, firstEpochEnd - in.firstRequestMillis()) / 1000.0);
+        double first = Math.min(wallSeconds, Math.max(0, firstEpochEnd - startMillis) / 1000.0);
         b.append("{\"wall_s\": ").append(DeviceSummary.Json.number(first));
         b.append(", \"samples\": ").append(samplesAtFirstEpochEnd).append("},\n");
         b.append("  \"later_epochs\": ");

@@ -1,0 +1,178 @@
+package io.minato.job;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Stream;
+
+/**
+ * What {@code train --resume RUN_DIR} needs from a run directory: the options the run was started
+ * with ({@value #FILE}, one argument per line, paths made absolute) and its latest complete
+ * checkpoint.
+ */
+final class RunArgs {
+    static final String FILE = "run-args";
+
+    /** Written when the job has trained every sample: such a run has nothing to resume. */
+    static final String FINISHED = "finished";
+
+    /** Options whose value is a path: stored absolute, so a resume may start from any folder. */
+    private static final Set<String> PATH_OPTIONS =
+            Set.of("--data", "--report", "--trace", "--cache-dir");
+
+    /**
+     * Options that change how a run goes, not what it trains: a resume may give them anew (the last
+     * value counts). Any other option given beside {@code --resume} must repeat the stored value.
+     */
+    static final Set<String> HOW =
+            Set.of(
+                    "--report",
+                    "--trace",
+                    "--web-ui",
+                    "--no-web-ui",
+                    "--rest-port",
+                    "--timeout",
+                    "--queue-depth",
+                    "--checkpoint-interval",
+                    "--case-cache",
+                    "--no-case-cache",
+                    "--cache-dir",
+                    "--resume");
+
+    private RunArgs() {}
+
+    /** Writes the run's arguments (without {@code --run-dir}, which is the folder itself). */
+    static void write(Path runDir, List<String> args) throws IOException {
+        List<String> stored = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            String a = args.get(i);
+            String name = a.contains("=") ? a.substring(0, a.indexOf('=')) : a;
+            boolean inline = a.contains("=");
+            if (name.equals("--run-dir")) {
+                i += inline ? 0 : 1;
+                continue;
+            }
+            if (PATH_OPTIONS.contains(name)) {
+                String value = inline ? a.substring(a.indexOf('=') + 1) : args.get(++i);
+                stored.add(name);
+                stored.add(Path.of(value).toAbsolutePath().normalize().toString());
+                continue;
+            }
+            stored.add(a);
+        }
+        Files.write(runDir.resolve(FILE), stored, StandardCharsets.UTF_8);
+        Files.deleteIfExists(runDir.resolve(FINISHED));
+    }
+
+    /** Marks the run as trained to the end. */
+    static void finished(Path runDir) throws IOException {
+        Files.writeString(runDir.resolve(FINISHED), "", StandardCharsets.UTF_8);
+    }
+
+    /** The stored arguments; one line naming the folder if it holds none or finished. */
+    static List<String> read(Path runDir) {
+        Path file = runDir.resolve(FILE);
+        if (Files.exists(runDir.resolve(FINISHED))) {
+            throw new IllegalArgumentException(
+                    "--resume " + runDir + ": that run finished; there is nothing left to train");
+        }
+        if (!Files.isRegularFile(file)) {
+            throw new IllegalArgumentException(
+                    "--resume "
+                            + runDir
+                            + ": not the run directory of a train run (no "
+                            + FILE
+                            + " in it)");
+        }
+        try {
+            return Files.readAllLines(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    "--resume " + runDir + ": cannot read " + file + " (" + e.getMessage() + ")");
+        }
+    }
+
+    /** The value the stored arguments give an option (any of its names), if they give one. */
+    static Optional<String> valueOf(List<String> stored, Set<String> names) {
+        String found = null;
+        for (int i = 0; i < stored.size(); i++) {
+            String a = stored.get(i);
+            int eq = a.indexOf('=');
+            String name = eq < 0 ? a : a.substring(0, eq);
+            if (names.contains(name)) {
+                found =
+                        eq >= 0
+                                ? a.substring(eq + 1)
+                                : i + 1 < stored.size() ? stored.get(i + 1) : "";
+            }
+        }
+        return Optional.ofNullable(found);
+    }
+
+    /**
+     * The newest complete checkpoint of the run: a {@code chk-N} folder with its {@code _metadata}
+     * under {@code RUN_DIR/checkpoints/<job id>/}, over every attempt the run had.
+     */
+    static Path latestCheckpoint(Path runDir) {
+        Path root = runDir.resolve("checkpoints");
+        List<Path> complete = new ArrayList<>();
+        if (Files.isDirectory(root)) {
+            try (Stream<Path> jobs = Files.list(root)) {
+                for (Path job : jobs.toList()) {
+                    if (!Files.isDirectory(job)) {
+                        continue;
+                    }
+                    try (Stream<Path> chks = Files.list(job)) {
+                        chks.filter(p -> p.getFileName().toString().startsWith("chk-"))
+                                .filter(p -> Files.isRegularFile(p.resolve("_metadata")))
+                                .forEach(complete::add);
+                    }
+                }
+            } catch (IOException e) {
+                throw new IllegalArgumentException(
+                        "--resume "
+                                + runDir
+                                + ": cannot list "
+                                + root
+                                + " ("
+                                + e.getMessage()
+                                + ")");
+            }
+        }
+        return complete.stream()
+                .max(
+                        Comparator.comparing(RunArgs::metadataTime)
+                                .thenComparing(RunArgs::checkpointNumber))
+                .orElseThrow(
+                        () ->
+                                new IllegalArgumentException(
+                                        "--resume "
+                                                + runDir
+                                                + ": no complete checkpoint to resume from (none"
+                                                + " under "
+                                                + root
+                                                + ")"));
+    }
+
+    private static long checkpointNumber(Path chk) {
+        try {
+            return Long.parseLong(chk.getFileName().toString().substring("chk-".length()));
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private static long metadataTime(Path chk) {
+        try {
+            return Files.getLastModifiedTime(chk.resolve("_metadata")).toMillis();
+        } catch (IOException e) {
+            return Long.MIN_VALUE;
+        }
+    }
+}

@@ -1,0 +1,220 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.trainer.DeviceSummary;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The failure a training user meets most: the whole process dies. A real training JVM, started as
+ * its own process, is killed with SIGKILL mid-run; {@code train --resume RUN_DIR} continues it from
+ * its latest complete checkpoint, and over both processes every (epoch, index) is trained exactly
+ * once.
+ */
+class ResumeTest {
+    private static final int TRAIN_CASES = 5; // 6 generated, 1 held out
+    private static final int EPOCHS = 120;
+
+    @TempDir static Path data;
+
+    @BeforeAll
+    static void generate() throws Exception {
+        KitsLikeGenerator.builder().optCases(6).optScale(0.1).optSeed(3).build().generate(data);
+    }
+
+    @Test
+    void shouldResumeARunKilledWithSigkillTrainingEverySampleExactlyOnce(@TempDir Path dir)
+            throws Exception {
+        Path run = dir.resolve("run");
+        Path report = dir.resolve("report.json");
+        Path trace = dir.resolve("trace.csv");
+        List<String> args =
+                List.of(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "16",
+                        "--epochs",
+                        Integer.toString(EPOCHS),
+                        "--devices",
+                        "cpu:2",
+                        "--accelerator",
+                        "simulated:30",
+                        "--eval-cases",
+                        "1",
+                        "--workers",
+                        "1",
+                        "--checkpoint-interval",
+                        "200",
+                        "--no-web-ui",
+                        "--run-dir",
+                        run.toString(),
+                        "--report",
+                        report.toString(),
+                        "--trace",
+                        trace.toString());
+        Process killed = startMain(args, dir.resolve("killed.log"));
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        // A few checkpoints in, well before the end (300 steps of 30 ms per device).
+        while (checkpointsDone(run) < 3 && killed.isAlive() && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        String log = Files.readString(dir.resolve("killed.log"));
+        assertThat(killed.isAlive()).as("still training when killed: %s", log).isTrue();
+        killed.destroyForcibly(); // SIGKILL: no shutdown hook, no cleanup
+        assertThat(killed.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(report).as("the killed run wrote no report").doesNotExist();
+        long tracedBeforeKill = traceLines(run);
+        assertThat(tracedBeforeKill).as("steps trained before the kill").isPositive();
+
+        long resumedAt = System.currentTimeMillis();
+        MainTest.Run resumed = MainTest.run("train", "--resume", run.toString());
+
+        assertThat(resumed.status()).as(resumed.err()).isZero();
+        assertThat(resumed.err()).contains("resuming " + run + " from ");
+        assertThat(resumed.out()).contains((TRAIN_CASES * EPOCHS) + " samples", "0 dropped");
+        // The stored --report and --trace: the resumed run writes them for the whole run.
+        assertThat(report).content().contains("\"delivered\": " + TRAIN_CASES * EPOCHS);
+        List<String> lines = Files.readAllLines(trace);
+        Set<String> seen = new HashSet<>();
+        for (String line : lines.subList(1, lines.size())) {
+            String[] f = line.split(",");
+            assertThat(seen.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
+        }
+        assertThat(seen).hasSize(TRAIN_CASES * EPOCHS);
+        MainTest.Run again = MainTest.run("train", "--resume", run.toString());
+        assertThat(again.status()).isEqualTo(2);
+        assertThat(again.err()).contains("that run finished; there is nothing left to train");
+        // It went on from a checkpoint rather than from the start: the devices' counters came
+        // back with it, their first step before the resume began.
+        for (int d = 0; d < 2; d++) {
+            assertThat(DeviceSummary.read(DeviceSummary.file(run, d)).firstStepStartMillis())
+                    .isPositive()
+                    .isLessThan(resumedAt);
+        }
+    }
+
+    @Test
+    void shouldRefuseAResumeThatWouldChangeTheRunOrHasNothingToResumeFrom(@TempDir Path dir)
+            throws Exception {
+        Path run = Files.createDirectories(dir.resolve("run"));
+        RunArgs.write(
+                run,
+                List.of("--data", data.toString(), "--seed", "3", "--epochs", "2", "--no-web-ui"));
+
+        MainTest.Run noCheckpoint = MainTest.run("train", "--resume", run.toString());
+        assertThat(noCheckpoint.status()).isEqualTo(2);
+        assertThat(noCheckpoint.err().strip())
+                .doesNotContain("\n")
+                .contains("--resume " + run + ": no complete checkpoint to resume from");
+
+        Path chk = Files.createDirectories(run.resolve("checkpoints/0123/chk-4"));
+        Files.writeString(chk.resolve("_metadata"), "");
+        String[][] refused = {
+            {
+                "--seed",
+                "4",
+                "--seed 4 would change what the run trains (it was started with --seed 3)"
+            },
+            {
+                "--batch",
+                "4",
+                "--batch 4 would change what the run trains (it was started without --batch)"
+            },
+            {
+                "--nesterov",
+                null,
+                "--nesterov would change what the run trains (it was started without"
+            },
+            {"--run-dir", dir.resolve("other").toString(), "leave out --run-dir"},
+        };
+        for (String[] r : refused) {
+            List<String> a = new ArrayList<>(List.of("train", "--resume", run.toString(), r[0]));
+            if (r[1] != null) {
+                a.add(r[1]);
+            }
+            MainTest.Run refusal = MainTest.run(a.toArray(String[]::new));
+            assertThat(refusal.status()).as(r[0]).isEqualTo(2);
+            assertThat(refusal.err().strip()).as(r[0]).doesNotContain("\n").contains(r[2]);
+        }
+
+        Path notARun = Files.createDirectories(dir.resolve("not-a-run"));
+        MainTest.Run none = MainTest.run("train", "--resume", notARun.toString());
+        assertThat(none.status()).isEqualTo(2);
+        assertThat(none.err()).contains("not the run directory of a train run (no run-args");
+    }
+
+    @Test
+    void shouldStoreTheRunsOptionsWithAbsolutePathsAndWithoutItsFolder(@TempDir Path dir)
+            throws Exception {
+        RunArgs.write(
+                dir,
+                List.of("--data=rel/data", "--run-dir", "x", "--seed", "5", "--trace", "t.csv"));
+        List<String> stored = RunArgs.read(dir);
+        assertThat(stored)
+                .containsExactly(
+                        "--data",
+                        Path.of("rel/data").toAbsolutePath().toString(),
+                        "--seed",
+                        "5",
+                        "--trace",
+                        Path.of("t.csv").toAbsolutePath().toString());
+        assertThat(RunArgs.valueOf(stored, Set.of("--seed"))).contains("5");
+        assertThat(RunArgs.valueOf(stored, Set.of("--batch"))).isEmpty();
+    }
+
+    /** Main in a JVM of its own, with this one's classpath and module openings. */
+    private static Process startMain(List<String> args, Path log) throws Exception {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (a.startsWith("--add-") || a.startsWith("-Dai.djl")) {
+                command.add(a);
+            }
+        }
+        command.add("-Xmx1g");
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(Main.class.getName());
+        command.addAll(args);
+        return new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
+    }
+
+    private static long checkpointsDone(Path run) throws Exception {
+        try {
+            return Long.parseLong(
+                    RunArgs.latestCheckpoint(run).getFileName().toString().substring(4));
+        } catch (IllegalArgumentException e) {
+            return 0;
+        }
+    }
+
+    private static long traceLines(Path run) throws Exception {
+        long n = 0;
+        try (Stream<Path> files = Files.list(run)) {
+            for (Path f : files.toList()) {
+                if (f.getFileName().toString().startsWith("trace-device-")) {
+                    n += Files.readAllLines(f, StandardCharsets.UTF_8).size();
+                }
+            }
+        }
+        return n;
+    }
+}
