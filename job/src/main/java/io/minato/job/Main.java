@@ -49,6 +49,10 @@ public final class Main {
                         commandLine.getErr().println("error: " + e.getMessage());
                         return EXIT_BAD_INPUT;
                     }
+                    if (e instanceof Stopped) {
+                        commandLine.getErr().println("error: " + e.getMessage());
+                        return 1;
+                    }
                     String badInput = badInputInJob(e);
                     if (badInput != null) {
                         // Bad input met while the job ran (a case file changed under it, say):
@@ -81,6 +85,38 @@ public final class Main {
             }
         }
         return found;
+    }
+
+    /**
+     * The message of a full disk (or exhausted quota) among the causes of a failed job, or null:
+     * the shortest such message that names a path, else the bare one.
+     */
+    static String diskFullInJob(Throwable e) {
+        String bare = null;
+        String withPath = null;
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            String m = String.valueOf(t.getMessage()).lines().findFirst().orElse("");
+            if (!m.contains("No space left on device") && !m.contains("Disk quota exceeded")) {
+                continue;
+            }
+            int cut = m.lastIndexOf("IOException: ");
+            m = cut >= 0 ? m.substring(cut + "IOException: ".length()) : m;
+            if (m.contains("/")) {
+                withPath = withPath == null || m.length() < withPath.length() ? m : withPath;
+            } else {
+                bare = m;
+            }
+        }
+        return withPath != null ? withPath : bare;
+    }
+
+    /** A run that stopped for a reason one line says all about (no stack trace): exit status 1. */
+    static final class Stopped extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Stopped(String message) {
+            super(message);
+        }
     }
 
     /** A message without the "class: " prefix that SerializedThrowable and wrapping add. */

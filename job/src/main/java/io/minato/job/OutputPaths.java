@@ -59,6 +59,18 @@ final class OutputPaths {
         }
     }
 
+    /** Less than this free where the run writes: a job that failed there met a full disk. */
+    static final long NEARLY_FULL_BYTES = 8L << 20;
+
+    /** Whether the file system of {@code dir} has (next to) no room left. */
+    static boolean nearlyFull(Path dir) {
+        try {
+            return Files.getFileStore(dir).getUsableSpace() < NEARLY_FULL_BYTES;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** The cause in a few words; Java's own messages for these are a bare path. */
     static String reason(IOException e) {
         if (e instanceof FileAlreadyExistsException || e instanceof NotDirectoryException) {

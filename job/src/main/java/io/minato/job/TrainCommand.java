@@ -380,6 +380,22 @@ public final class TrainCommand implements Callable<Integer> {
         JobExecutionResult result;
         try {
             result = env.execute("minato-flink train (" + loader + ")");
+        } catch (Exception e) {
+            String full = Main.diskFullInJob(e);
+            if (full == null && OutputPaths.nearlyFull(run)) {
+                // The failure that ended the job need not be the write that met the full disk
+                // (a TaskManager lost to it, say); a full run directory says enough.
+                full = "no space left on the disk of " + run;
+            }
+            if (full != null) {
+                throw new Main.Stopped(
+                        full
+                                + "; what the run wrote stays in "
+                                + run
+                                + ": free space, then continue it with --resume "
+                                + run);
+            }
+            throw e;
         } finally {
             FlinkSetup.deleteRpcJars(flinkTmp);
         }

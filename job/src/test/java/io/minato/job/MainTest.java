@@ -120,6 +120,55 @@ class MainTest {
         assertThat(run.err.strip()).doesNotContain("\n").contains("--no-such-option");
     }
 
+    /** /dev/full answers every write with ENOSPC: the disk filling up under a running job. */
+    @Test
+    void shouldStopOnAFullDiskWithOneLineNamingTheFileAndHowToGoOn(@TempDir Path dir)
+            throws Exception {
+        Path run = Files.createDirectories(dir.resolve("run"));
+        Files.createSymbolicLink(run.resolve("trace-device-0.csv"), Path.of("/dev/full"));
+        Run r =
+                run(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "16",
+                        "--epochs",
+                        "1",
+                        "--accelerator",
+                        "simulated:1",
+                        "--no-web-ui",
+                        "--run-dir",
+                        run.toString());
+        assertThat(r.status).as(r.err).isEqualTo(1);
+        assertThat(r.err.strip().lines().reduce((a, b) -> b).orElse(""))
+                .isEqualTo(
+                        "error: "
+                                + run.resolve("trace-device-0.csv")
+                                + ": No space left on device; what the run wrote stays in "
+                                + run
+                                + ": free space, then continue it with --resume "
+                                + run);
+        assertThat(r.err).doesNotContain("JobExecutionException");
+    }
+
+    @Test
+    void shouldFindAFullDiskAmongTheCausesPreferringTheMessageThatNamesAPath() {
+        var bare = new java.io.IOException("No space left on device");
+        var named = new java.io.IOException("/r/trace-device-1.csv: No space left on device", bare);
+        var step =
+                new java.io.IOException(
+                        "device 1: training step 4 failed: java.io.IOException: "
+                                + named.getMessage(),
+                        named);
+        assertThat(Main.diskFullInJob(new RuntimeException("job failed", step)))
+                .isEqualTo("/r/trace-device-1.csv: No space left on device");
+        assertThat(Main.diskFullInJob(new RuntimeException("x", bare)))
+                .isEqualTo("No space left on device");
+        assertThat(Main.diskFullInJob(new RuntimeException("x", new IllegalStateException("y"))))
+                .isNull();
+    }
+
     @Test
     void shouldRefuseACountOutOfRangeNamingItsOption() {
         String[][] cases = {

@@ -88,10 +88,15 @@ final class TraceWriter implements Closeable {
                     .append('\n');
         }
         ByteBuffer bytes = ByteBuffer.wrap(lines.toString().getBytes(StandardCharsets.US_ASCII));
-        while (bytes.hasRemaining()) {
-            channel.write(bytes);
+        try {
+            while (bytes.hasRemaining()) {
+                channel.write(bytes);
+            }
+            length = channel.position();
+        } catch (IOException e) {
+            // Java's message (say, "No space left on device") does not name the file.
+            throw new IOException(file + ": " + e.getMessage(), e);
         }
-        length = channel.position();
     }
 
     /** Bytes written so far. */

@@ -322,6 +322,11 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         gpu.close(); // never throws; the summary below then holds the final GPU statistics
         try {
             writeSummary();
+        } catch (IOException e) {
+            // Closing after a failure (a full disk, say): an exception here would be one in
+            // Flink's failure handling, which it answers by stopping the whole TaskManager. At
+            // the end of the input flush() has written the summary already, or failed the job.
+            LOG.warn("device {}: could not write its summary on close: {}", device, e.toString());
         } finally {
             try {
                 if (trace != null) {

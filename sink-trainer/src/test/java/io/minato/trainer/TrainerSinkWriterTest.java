@@ -329,6 +329,21 @@ class TrainerSinkWriterTest {
         assertThat(Files.readAllLines(tmp.resolve("trace/trace-device-1.csv"))).hasSize(6);
     }
 
+    /**
+     * Closing after a failure must not throw for a summary it cannot write (a full disk): Flink
+     * answers an exception in its failure handling by stopping the whole TaskManager.
+     */
+    @Test
+    void shouldCloseWithoutThrowingWhenTheSummaryCannotBeWritten() throws Exception {
+        TrainerSinkWriter w =
+                writer(sink(new SimulatedAccelerator.Factory(1), 2), new FakeWriterContext(0, 1));
+        w.write(batch(0, 0, SamplePath.FAST, SamplePath.FAST), null);
+        // A folder where the summary file goes: writing it fails.
+        Files.createDirectories(tmp.resolve("out/summary-device-0.json/x"));
+        w.close();
+        assertThat(tmp.resolve("out/summary-device-0.json")).isDirectory();
+    }
+
     @Test
     void shouldRecordFirstAndLastLossOfTheAccelerator() throws Exception {
         Gate gate = new Gate();
