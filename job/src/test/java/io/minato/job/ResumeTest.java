@@ -26,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ResumeTest {
     private static final int TRAIN_CASES = 5; // 6 generated, 1 held out
-    private static final int EPOCHS = 120;
+    private static final int EPOCHS = 240;
 
     @TempDir static Path data;
 
