@@ -3,6 +3,7 @@ package io.minato.job;
 import ai.djl.engine.Engine;
 import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
+import io.minato.job.report.MemorySampler;
 import io.minato.job.report.RunReport;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
@@ -227,6 +228,8 @@ public final class TrainCommand implements Callable<Integer> {
                             + " must repeat the run's value.")
     Path resume;
 
+    private static final Duration MEMORY_PERIOD = Duration.ofMillis(250);
+
     /** A resumed run's checkpoint: the job starts from it. */
     private Path restoreFrom;
 
@@ -377,6 +380,9 @@ public final class TrainCommand implements Callable<Integer> {
         err.flush();
         long cpu0 = processCpuNanos();
         long start = System.currentTimeMillis();
+        // The training runs in this process on the embedded cluster only.
+        MemorySampler memory = FlinkSetup.embedded() ? MemorySampler.start(MEMORY_PERIOD) : null;
+        List<MemorySampler.Sample> memorySamples = null;
         JobExecutionResult result;
         try {
             result = env.execute("minato-flink train (" + loader + ")");
@@ -397,6 +403,7 @@ public final class TrainCommand implements Callable<Integer> {
             }
             throw e;
         } finally {
+            memorySamples = memory == null ? null : memory.stop();
             FlinkSetup.deleteRpcJars(flinkTmp);
         }
         long processCpu = processCpuNanos() - cpu0;
@@ -440,7 +447,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 dice,
                                 optimizer,
                                 cacheCounts(result, cases.cache()),
-                                data.tail),
+                                data.tail,
+                                memorySamples),
                         run);
         if (report != null) {
             r.write(report);

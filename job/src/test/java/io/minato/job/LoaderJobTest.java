@@ -292,6 +292,7 @@ class LoaderJobTest {
                         null,
                         null,
                         null,
+                        null,
                         null),
                 run);
     }

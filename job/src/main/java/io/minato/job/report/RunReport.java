@@ -49,7 +49,8 @@ public final class RunReport {
             Evaluation.Dice dice,
             DjlAccelerator.Settings optimizer,
             CacheCounts caseCache,
-            DataOptions.Tail tail) {}
+            DataOptions.Tail tail,
+            List<MemorySampler.Sample> memory) {}
 
     /** Lookups of remembered per-case results over the whole job; null in the inputs: cache off. */
     public record CacheCounts(long hits, long misses) {}
@@ -75,6 +76,7 @@ public final class RunReport {
     private final long firstEpochEnd; // epoch millis; 0: no epoch-0 sample was trained
     private final long samplesAtFirstEpochEnd;
     private final long startMillis; // the first request, or a resumed run's first step
+    private final MemorySampler.Memory memory; // null: not measured
 
     private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
         this.in = in;
@@ -110,6 +112,7 @@ public final class RunReport {
         startMillis = start;
         wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - start) / 1000.0) : 0;
         firstEpochEnd = epochEnd;
+        memory = in.memory() == null ? null : MemorySampler.summarize(in.memory(), epochEnd);
         samplesAtFirstEpochEnd = atEpochEnd;
         steps = maxSteps;
         delivered = samples;
@@ -197,6 +200,36 @@ public final class RunReport {
                 .append("},\n");
     }
 
+    /**
+     * Resident memory of the training process (the embedded run; null under {@code flink run}, or
+     * without a reading after the first epoch): peaks over the first epoch and over the run, in all
+     * and anonymous (heap, native buffers, model) apart from the mapped data set's pages.
+     */
+    private void appendMemory(StringBuilder b) {
+        b.append("  \"memory\": ");
+        if (memory == null) {
+            b.append("null,\n");
+            return;
+        }
+        b.append("{\"peak_rss_mb\": ").append(mb(memory.peakRss()));
+        b.append(", \"peak_anon_mb\": ").append(mb(memory.peakAnon()));
+        b.append(", \"first_epoch_peak_anon_mb\": ").append(mb(memory.firstEpochPeakAnon()));
+        b.append(", \"later_halves_peak_anon_mb\": [")
+                .append(mb(memory.laterFirstHalfPeakAnon()))
+                .append(", ")
+                .append(mb(memory.laterSecondHalfPeakAnon()))
+                .append("]");
+        b.append(", \"anon_growth_over_later_epochs\": ")
+                .append(
+                        DeviceSummary.Json.number(
+                                Math.round(memory.anonGrowthOverLaterEpochs() * 1e4) / 1e4))
+                .append("},\n");
+    }
+
+    private static String mb(long bytes) {
+        return DeviceSummary.Json.number(Math.round(bytes / 1048576.0 * 10) / 10.0);
+    }
+
     public long delivered() {
         return delivered;
     }
@@ -270,6 +303,7 @@ public final class RunReport {
         b.append(", \"process_cpu_s\": ")
                 .append(DeviceSummary.Json.number(in.processCpuSeconds()))
                 .append("},\n");
+        appendMemory(b);
         b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(boundSeconds)).append(",\n");
         appendEpochs(b);
         b.append("  \"timeout_ms\": ")

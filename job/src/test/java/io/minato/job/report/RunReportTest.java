@@ -9,6 +9,7 @@ import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -115,6 +116,37 @@ class RunReportTest {
                 .contains("  \"first_epoch\": null,\n  \"later_epochs\": null,\n");
     }
 
+    @Test
+    void shouldReportPeakMemoryOverTheFirstEpochAndEachHalfOfTheLaterOnes() throws IOException {
+        DeviceSummary.of(0, "cpu", counters(2_000, 4), null).write(run); // epoch 0 ends at 2 s
+        long mib = 1 << 20;
+        List<MemorySampler.Sample> samples =
+                List.of(
+                        new MemorySampler.Sample(1_000, 900 * mib, 300 * mib),
+                        new MemorySampler.Sample(2_000, 1000 * mib, 350 * mib),
+                        new MemorySampler.Sample(3_000, 1500 * mib, 500 * mib), // later, 1st half
+                        new MemorySampler.Sample(4_000, 1400 * mib, 490 * mib), // (3 .. 5 s)
+                        new MemorySampler.Sample(6_000, 1450 * mib, 510 * mib), // 2nd half
+                        new MemorySampler.Sample(7_000, 1400 * mib, 480 * mib));
+        assertThat(report(1, 3, samples).toJson())
+                .contains(
+                        "  \"memory\": {\"peak_rss_mb\": 1500.0, \"peak_anon_mb\": 510.0,"
+                                + " \"first_epoch_peak_anon_mb\": 350.0,"
+                                + " \"later_halves_peak_anon_mb\": [500.0, 510.0],"
+                                + " \"anon_growth_over_later_epochs\": 0.02},\n");
+        // Too few readings after the first epoch (or none at all): nothing to compare.
+        assertThat(report(1, 3, samples.subList(0, 3)).toJson()).contains("\"memory\": null,");
+        assertThat(report(1, 3, null).toJson()).contains("\"memory\": null,");
+    }
+
+    @Test
+    void shouldReadResidentAndAnonymousMemoryFromProcStatus() {
+        String status = "Name:\tjava\nVmHWM:\t  2000 kB\nVmRSS:\t  1536 kB\nRssAnon:\t  512 kB\n";
+        assertThat(MemorySampler.parse(7, status))
+                .contains(new MemorySampler.Sample(7, 1536 * 1024, 512 * 1024));
+        assertThat(MemorySampler.parse(7, "Name:\tjava\n")).isEmpty();
+    }
+
     private static DeviceCounters counters(long firstEpochEnd, long samplesByThen) {
         return new DeviceCounters(
                 3, 4, 2, 3_000_000_000L, 0, 1.0, 0.5, 1_000, 4_000, firstEpochEnd, samplesByThen);
@@ -134,6 +166,11 @@ class RunReportTest {
     }
 
     private RunReport report(int devices, int epochs) throws IOException {
+        return report(devices, epochs, null);
+    }
+
+    private RunReport report(int devices, int epochs, List<MemorySampler.Sample> memory)
+            throws IOException {
         return RunReport.build(
                 new RunReport.Inputs(
                         "minato",
@@ -153,7 +190,8 @@ class RunReportTest {
                         null,
                         null,
                         null,
-                        null),
+                        null,
+                        memory),
                 run);
     }
 }
