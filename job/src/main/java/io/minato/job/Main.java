@@ -110,6 +110,20 @@ public final class Main {
         return withPath != null ? withPath : bare;
     }
 
+    /** Whether the job ended because it was cancelled ({@code flink cancel}, the web UI). */
+    static boolean cancelledInJob(Throwable e) {
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            String name =
+                    t instanceof SerializedThrowable st
+                            ? st.getOriginalErrorClassName()
+                            : t.getClass().getName();
+            if (name.equals("org.apache.flink.runtime.client.JobCancellationException")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** A run that stopped for a reason one line says all about (no stack trace): exit status 1. */
     static final class Stopped extends RuntimeException {
         private static final long serialVersionUID = 1L;

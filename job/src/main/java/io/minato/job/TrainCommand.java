@@ -393,6 +393,13 @@ public final class TrainCommand implements Callable<Integer> {
                 // (a TaskManager lost to it, say); a full run directory says enough.
                 full = "no space left on the disk of " + run;
             }
+            if (Main.cancelledInJob(e)) {
+                throw new Main.Stopped(
+                        "the job was cancelled; what the run wrote stays in "
+                                + run
+                                + ": continue it with --resume "
+                                + run);
+            }
             if (full != null) {
                 throw new Main.Stopped(
                         full

@@ -170,6 +170,22 @@ class MainTest {
     }
 
     @Test
+    void shouldTellACancelledJobFromOtherFailuresAlsoWhenFlinkSerializedTheCause() {
+        var cancelled =
+                new org.apache.flink.runtime.client.JobCancellationException(
+                        new org.apache.flink.api.common.JobID(), "Job was cancelled.", null);
+        assertThat(Main.cancelledInJob(new RuntimeException("x", cancelled))).isTrue();
+        assertThat(
+                        Main.cancelledInJob(
+                                new RuntimeException(
+                                        "x",
+                                        new org.apache.flink.util.SerializedThrowable(cancelled))))
+                .isTrue();
+        assertThat(Main.cancelledInJob(new RuntimeException("x", new IllegalStateException())))
+                .isFalse();
+    }
+
+    @Test
     void shouldRefuseACountOutOfRangeNamingItsOption() {
         String[][] cases = {
             {"--slow-workers", "0", "--slow-workers must be >= 1, not 0"},
