@@ -15,6 +15,7 @@ import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
+import io.minato.trainer.TrainingProgress;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.trainer.unet.Unet3d;
@@ -32,8 +33,13 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -230,6 +236,15 @@ public final class TrainCommand implements Callable<Integer> {
 
     private static final Duration MEMORY_PERIOD = Duration.ofMillis(250);
 
+    @Option(
+            names = "--progress-interval",
+            paramLabel = "MS",
+            description =
+                    "A progress line this often while training on the embedded cluster, redrawn in"
+                            + " place (at least every second) on a terminal; 0: none (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long progressMillis = 5000;
+
     /** A resumed run's checkpoint: the job starts from it. */
     private Path restoreFrom;
 
@@ -255,6 +270,7 @@ public final class TrainCommand implements Callable<Integer> {
         requireAtLeast("--slow-workers", slowWorkers == null ? workers : slowWorkers, 1);
         requireAtLeast("--queue-depth", queueDepth, 1);
         requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
+        requireAtLeast("--progress-interval", progressMillis, 0);
         DeviceSpec dev;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
@@ -385,7 +401,17 @@ public final class TrainCommand implements Callable<Integer> {
         List<MemorySampler.Sample> memorySamples = null;
         JobExecutionResult result;
         try {
-            result = env.execute("minato-flink train (" + loader + ")");
+            String name = "minato-flink train (" + loader + ")";
+            result =
+                    FlinkSetup.embedded() && progressMillis > 0
+                            ? withProgress(
+                                    env.executeAsync(name),
+                                    run,
+                                    (long) train.size() * epochs,
+                                    train.size(),
+                                    dev.devices().size(),
+                                    err)
+                            : env.execute(name);
         } catch (Exception e) {
             String full = Main.diskFullInJob(e);
             if (full == null && OutputPaths.nearlyFull(run)) {
@@ -534,6 +560,74 @@ public final class TrainCommand implements Callable<Integer> {
         resumedRun.restoreFrom = checkpoint;
         err.println("resuming " + resume + " from " + checkpoint);
         return resumedRun.call();
+    }
+
+    /**
+     * Waits for the job, printing what the trainers have done every {@code --progress-interval}:
+     * epoch, samples of the run, samples per second and accelerator busy time over the last
+     * interval, slow samples so far, and when the run should end at that pace.
+     */
+    private JobExecutionResult withProgress(
+            JobClient job, Path run, long total, int cases, int devices, PrintWriter err)
+            throws Exception {
+        boolean terminal = System.console() != null;
+        long interval = terminal ? Math.min(progressMillis, 1000) : progressMillis;
+        TrainingProgress progress = TrainingProgress.of(run);
+        CompletableFuture<JobExecutionResult> done = job.getJobExecutionResult();
+        long lastNanos = System.nanoTime();
+        TrainingProgress.Totals last = progress.totals();
+        boolean drawn = false;
+        try {
+            while (true) {
+                try {
+                    return done.get(interval, TimeUnit.MILLISECONDS);
+                } catch (TimeoutException e) {
+                    long now = System.nanoTime();
+                    TrainingProgress.Totals t = progress.totals();
+                    if (t.samples() == 0) {
+                        continue; // starting up
+                    }
+                    if (last.samples() == 0 && restoreFrom != null) {
+                        // A resumed run's devices come back with the samples trained before:
+                        // the pace counts from here.
+                        last = t;
+                        lastNanos = now;
+                        continue;
+                    }
+                    double seconds = (now - lastNanos) / 1e9;
+                    double rate = (t.samples() - last.samples()) / seconds;
+                    double busy = (t.busyNanos() - last.busyNanos()) / 1e9 / seconds / devices;
+                    last = t;
+                    lastNanos = now;
+                    String line =
+                            String.format(
+                                    Locale.ROOT,
+                                    "progress: epoch %d/%d, %d/%d samples (%d %%), %.1f/s,"
+                                            + " accelerator busy %.0f %%, %d slow, ETA %s",
+                                    Math.min(epochs, t.samples() / cases + 1),
+                                    epochs,
+                                    t.samples(),
+                                    total,
+                                    100 * t.samples() / total,
+                                    rate,
+                                    100 * busy,
+                                    t.slow(),
+                                    rate > 0
+                                            ? Math.round((total - t.samples()) / rate) + " s"
+                                            : "-");
+                    err.print(terminal ? "\r" + line + "   " : line + "\n");
+                    err.flush();
+                    drawn = true;
+                }
+            }
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        } finally {
+            if (drawn && terminal) {
+                err.println();
+            }
+            TrainingProgress.forget(run);
+        }
     }
 
     /** Paths compare as absolute paths (the run stores them so), anything else as text. */

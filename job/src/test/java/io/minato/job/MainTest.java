@@ -186,12 +186,51 @@ class MainTest {
     }
 
     @Test
+    void shouldPrintProgressWhileTrainingAndNoneWhenAskedNot(@TempDir Path dir) {
+        List<String> args =
+                List.of(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "16",
+                        "--epochs",
+                        "30",
+                        "--accelerator",
+                        "simulated:20",
+                        "--no-web-ui");
+        List<String> with = new java.util.ArrayList<>(args);
+        with.addAll(
+                List.of("--progress-interval", "200", "--run-dir", dir.resolve("a").toString()));
+        Run r = run(with.toArray(String[]::new));
+        assertThat(r.status).as(r.err).isZero();
+        // 5 training cases x 30 epochs in 75 steps of 20 ms: several lines, not a terminal.
+        assertThat(r.err.lines().filter(l -> l.startsWith("progress: ")).toList())
+                .isNotEmpty()
+                .allMatch(
+                        l ->
+                                l.matches(
+                                        "progress: epoch \\d+/30, \\d+/150 samples \\(\\d+ %\\),"
+                                                + " [0-9.]+/s, accelerator busy \\d+ %, \\d+ slow,"
+                                                + " ETA (\\d+ s|-)"),
+                        "a progress line");
+
+        List<String> without = new java.util.ArrayList<>(args);
+        without.addAll(
+                List.of("--progress-interval", "0", "--run-dir", dir.resolve("b").toString()));
+        Run quiet = run(without.toArray(String[]::new));
+        assertThat(quiet.status).as(quiet.err).isZero();
+        assertThat(quiet.err).doesNotContain("progress: ");
+    }
+
+    @Test
     void shouldRefuseACountOutOfRangeNamingItsOption() {
         String[][] cases = {
             {"--slow-workers", "0", "--slow-workers must be >= 1, not 0"},
             {"--workers", "-2", "--workers must be >= 1, not -2"},
             {"--queue-depth", "0", "--queue-depth must be >= 1, not 0"},
             {"--checkpoint-interval", "5", "--checkpoint-interval must be >= 10, not 5"},
+            {"--progress-interval", "-1", "--progress-interval must be >= 0, not -1"},
         };
         for (String[] c : cases) {
             Run run = run("train", "--data", data.toString(), c[0], c[1], "--no-web-ui");

@@ -51,6 +51,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final Thread worker;
     private final ReplicaGroup.Member member; // null: the accelerator trains alone
     private final GpuSampler gpu; // owns the accelerator's GPU monitor
+    private final TrainingProgress progress; // null: no output folder to key it by
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -139,6 +140,10 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             queue.addAll(restored.queued());
         }
         this.held = queue.size();
+        this.progress = outputDir == null ? null : TrainingProgress.of(outputDir);
+        if (progress != null) {
+            progress.update(device, counters);
+        }
         this.trace =
                 traceDir == null
                         ? null
@@ -426,6 +431,9 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                     DeviceCounters after =
                             before.plusStep(batch, result, wait, startMillis, endMillis);
                     counters = after;
+                    if (progress != null) {
+                        progress.update(device, after);
+                    }
                     lastStepEndNanos = end;
                     // Metrics before the step counts as done: a drained queue shows them all.
                     stepsMetric.inc();
