@@ -344,6 +344,7 @@ public final class TrainCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
+        RunLog.into(run);
         CaseTable caseTable = new CaseTable(train, cases.cache());
         TrainerSink sink =
                 TrainerSink.builder()

@@ -67,7 +67,7 @@ class ResumeTest {
                         report.toString(),
                         "--trace",
                         trace.toString());
-        Process killed = startMain(args, dir.resolve("killed.log"));
+        Process killed = startMain(List.of(), args, dir.resolve("killed.log"));
         long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
         // A few checkpoints in, well before the end (300 steps of 30 ms per device).
         while (checkpointsDone(run) < 3 && killed.isAlive() && System.nanoTime() < deadline) {
@@ -177,8 +177,8 @@ class ResumeTest {
         assertThat(RunArgs.valueOf(stored, Set.of("--batch"))).isEmpty();
     }
 
-    /** Main in a JVM of its own, with this one's classpath and module openings. */
-    private static Process startMain(List<String> args, Path log) throws Exception {
+    /** Main in a JVM of its own, with this one's classpath and module openings, and {@code jvm}. */
+    static Process startMain(List<String> jvm, List<String> args, Path log) throws Exception {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -187,6 +187,7 @@ class ResumeTest {
             }
         }
         command.add("-Xmx1g");
+        command.addAll(jvm);
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(Main.class.getName());

@@ -1,0 +1,61 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.job.generate.KitsLikeGenerator;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * With the embedded run's logging (flink-conf/log4j-console.properties), the console carries
+ * minato's lines only and Flink's warnings go to RUN_DIR/minato.log: a run whose trainer cannot
+ * write (its trace on /dev/full) makes Flink restart the job three times, with a warning and a
+ * stack trace each, and the console still ends in one line.
+ */
+class RunLogTest {
+    @Test
+    void shouldKeepFlinksWarningsInTheRunLogAndOffTheConsole(@TempDir Path dir) throws Exception {
+        Path data = dir.resolve("data");
+        KitsLikeGenerator.builder().optCases(4).optScale(0.1).optSeed(3).build().generate(data);
+        Path run = Files.createDirectories(dir.resolve("run"));
+        Files.createSymbolicLink(run.resolve("trace-device-0.csv"), Path.of("/dev/full"));
+        Path config = Path.of("..", "flink-conf", "log4j-console.properties").toAbsolutePath();
+        Path console = dir.resolve("console.log");
+        Process p =
+                ResumeTest.startMain(
+                        List.of("-Dlog4j.configurationFile=" + config),
+                        List.of(
+                                "train",
+                                "--data",
+                                data.toString(),
+                                "--patch",
+                                "16",
+                                "--epochs",
+                                "1",
+                                "--accelerator",
+                                "simulated:1",
+                                "--no-web-ui",
+                                "--run-dir",
+                                run.toString()),
+                        console);
+        assertThat(p.waitFor(2, TimeUnit.MINUTES)).isTrue();
+        String out = Files.readString(console);
+        assertThat(p.exitValue()).as(out).isEqualTo(1);
+        assertThat(out.lines().filter(l -> !l.isBlank()).toList())
+                .as(out)
+                .allMatch(
+                        l ->
+                                l.contains(" INFO  GpuProbe ")
+                                        || l.startsWith("training: ")
+                                        || l.startsWith("progress: ")
+                                        || l.startsWith("error: "));
+        assertThat(out).contains("error: " + run.resolve("trace-device-0.csv") + ": No space");
+        assertThat(run.resolve("minato.log"))
+                .content()
+                .contains("WARN", "No space left on device", "\tat ");
+    }
+}
