@@ -110,6 +110,24 @@ public final class Main {
         return withPath != null ? withPath : bare;
     }
 
+    /**
+     * Where the client could no longer reach the cluster, from a failed attached {@code flink run}
+     * (the JobManager stopped or died), e.g. {@code Connection refused: localhost/127.0.0.1:8081};
+     * null if no cause is a refused or failed connection.
+     */
+    static String connectionLostInJob(Throwable e) {
+        String found = null;
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            if (t instanceof java.net.ConnectException) {
+                String m = String.valueOf(t.getMessage());
+                if (found == null || (m.contains(":") && !found.contains(":"))) {
+                    found = m;
+                }
+            }
+        }
+        return found;
+    }
+
     /** Whether the job ended because it was cancelled ({@code flink cancel}, the web UI). */
     static boolean cancelledInJob(Throwable e) {
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {

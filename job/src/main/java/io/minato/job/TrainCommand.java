@@ -420,6 +420,18 @@ public final class TrainCommand implements Callable<Integer> {
                 // (a TaskManager lost to it, say); a full run directory says enough.
                 full = "no space left on the disk of " + run;
             }
+            String lost = FlinkSetup.embedded() ? null : Main.connectionLostInJob(e);
+            if (lost != null) {
+                throw new Main.Stopped(
+                        "lost the JobManager ("
+                                + lost
+                                + "); without high availability its job is gone, and its"
+                                + " checkpoints stay in "
+                                + run
+                                + ": once a cluster runs, continue it with flink run <the job's"
+                                + " jar> train --resume "
+                                + run);
+            }
             if (Main.cancelledInJob(e)) {
                 throw new Main.Stopped(
                         "the job was cancelled; what the run wrote stays in "

@@ -224,6 +224,20 @@ class MainTest {
     }
 
     @Test
+    void shouldFindTheLostConnectionOfAFailedClientPreferringTheMessageThatNamesTheAddress() {
+        var refused = new java.net.ConnectException("Connection refused");
+        var annotated =
+                new java.net.ConnectException("Connection refused: localhost/127.0.0.1:8081");
+        annotated.initCause(refused);
+        var retries = new RuntimeException("Number of retries has been exhausted.", annotated);
+        assertThat(Main.connectionLostInJob(new RuntimeException("x", retries)))
+                .isEqualTo("Connection refused: localhost/127.0.0.1:8081");
+        assertThat(Main.connectionLostInJob(new RuntimeException("x", refused)))
+                .isEqualTo("Connection refused");
+        assertThat(Main.connectionLostInJob(new RuntimeException("x"))).isNull();
+    }
+
+    @Test
     void shouldRefuseACountOutOfRangeNamingItsOption() {
         String[][] cases = {
             {"--slow-workers", "0", "--slow-workers must be >= 1, not 0"},
