@@ -75,10 +75,7 @@ public final class Main {
     static String badInputInJob(Throwable e) {
         String found = null;
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
-            String name =
-                    t instanceof SerializedThrowable st
-                            ? st.getOriginalErrorClassName()
-                            : t.getClass().getName();
+            String name = className(t);
             if (name.equals(BadInputException.class.getName())
                     || name.equals(NpyFormatException.class.getName())) {
                 found = originalMessage(t);
@@ -131,11 +128,7 @@ public final class Main {
     /** Whether the job ended because it was cancelled ({@code flink cancel}, the web UI). */
     static boolean cancelledInJob(Throwable e) {
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
-            String name =
-                    t instanceof SerializedThrowable st
-                            ? st.getOriginalErrorClassName()
-                            : t.getClass().getName();
-            if (name.equals("org.apache.flink.runtime.client.JobCancellationException")) {
+            if (className(t).equals("org.apache.flink.runtime.client.JobCancellationException")) {
                 return true;
             }
         }
@@ -149,6 +142,13 @@ public final class Main {
         Stopped(String message) {
             super(message);
         }
+    }
+
+    /** The class of {@code t}, or the original one where Flink serialized it. */
+    private static String className(Throwable t) {
+        return t instanceof SerializedThrowable st
+                ? st.getOriginalErrorClassName()
+                : t.getClass().getName();
     }
 
     /** A message without the "class: " prefix that SerializedThrowable and wrapping add. */

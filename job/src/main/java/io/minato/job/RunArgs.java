@@ -52,14 +52,14 @@ final class RunArgs {
         List<String> stored = new ArrayList<>();
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
-            String name = a.contains("=") ? a.substring(0, a.indexOf('=')) : a;
-            boolean inline = a.contains("=");
+            String name = name(a);
+            boolean inline = !name.equals(a);
             if (name.equals("--run-dir")) {
                 i += inline ? 0 : 1;
                 continue;
             }
             if (PATH_OPTIONS.contains(name)) {
-                String value = inline ? a.substring(a.indexOf('=') + 1) : args.get(++i);
+                String value = inline ? a.substring(name.length() + 1) : args.get(++i);
                 stored.add(name);
                 stored.add(Path.of(value).toAbsolutePath().normalize().toString());
                 continue;
@@ -103,12 +103,11 @@ final class RunArgs {
         String found = null;
         for (int i = 0; i < stored.size(); i++) {
             String a = stored.get(i);
-            int eq = a.indexOf('=');
-            String name = eq < 0 ? a : a.substring(0, eq);
+            String name = name(a);
             if (names.contains(name)) {
                 found =
-                        eq >= 0
-                                ? a.substring(eq + 1)
+                        !name.equals(a)
+                                ? a.substring(name.length() + 1)
                                 : i + 1 < stored.size() ? stored.get(i + 1) : "";
             }
         }
@@ -158,6 +157,12 @@ final class RunArgs {
                                                 + " under "
                                                 + root
                                                 + ")"));
+    }
+
+    /** The option an argument names: {@code --seed} of {@code --seed=7} and of {@code --seed}. */
+    private static String name(String arg) {
+        int eq = arg.indexOf('=');
+        return eq < 0 ? arg : arg.substring(0, eq);
     }
 
     private static long checkpointNumber(Path chk) {

@@ -271,6 +271,8 @@ public final class TrainCommand implements Callable<Integer> {
         requireAtLeast("--queue-depth", queueDepth, 1);
         requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
         requireAtLeast("--progress-interval", progressMillis, 0);
+        // The training runs in this process (not under flink run): web UI, memory, progress.
+        boolean embedded = FlinkSetup.embedded();
         DeviceSpec dev;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
@@ -310,7 +312,7 @@ public final class TrainCommand implements Callable<Integer> {
             } else {
                 acceleratorFactory = SimulatedAccelerator.parse(accelerator);
             }
-            if (webUi && FlinkSetup.embedded()) {
+            if (webUi && embedded) {
                 // Before anything is read or written; 0: a free port, which the start line shows.
                 restPort = restPort == 0 ? FlinkSetup.freePort() : restPort;
                 FlinkSetup.requireFree(restPort);
@@ -397,14 +399,13 @@ public final class TrainCommand implements Callable<Integer> {
         err.flush();
         long cpu0 = processCpuNanos();
         long start = System.currentTimeMillis();
-        // The training runs in this process on the embedded cluster only.
-        MemorySampler memory = FlinkSetup.embedded() ? MemorySampler.start(MEMORY_PERIOD) : null;
+        MemorySampler memory = embedded ? MemorySampler.start(MEMORY_PERIOD) : null;
         List<MemorySampler.Sample> memorySamples = null;
         JobExecutionResult result;
         try {
             String name = "minato-flink train (" + loader + ")";
             result =
-                    FlinkSetup.embedded() && progressMillis > 0
+                    embedded && progressMillis > 0
                             ? withProgress(
                                     env.executeAsync(name),
                                     run,
@@ -414,38 +415,9 @@ public final class TrainCommand implements Callable<Integer> {
                                     err)
                             : env.execute(name);
         } catch (Exception e) {
-            String full = Main.diskFullInJob(e);
-            if (full == null && OutputPaths.nearlyFull(run)) {
-                // The failure that ended the job need not be the write that met the full disk
-                // (a TaskManager lost to it, say); a full run directory says enough.
-                full = "no space left on the disk of " + run;
-            }
-            String lost = FlinkSetup.embedded() ? null : Main.connectionLostInJob(e);
-            if (lost != null) {
-                throw new Main.Stopped(
-                        "lost the JobManager ("
-                                + lost
-                                + "); without high availability its job is gone, and its"
-                                + " checkpoints stay in "
-                                + run
-                                + ": once a cluster runs, continue it with flink run <the job's"
-                                + " jar> train --resume "
-                                + run);
-            }
-            if (Main.cancelledInJob(e)) {
-                throw new Main.Stopped(
-                        "the job was cancelled; what the run wrote stays in "
-                                + run
-                                + ": continue it with --resume "
-                                + run);
-            }
-            if (full != null) {
-                throw new Main.Stopped(
-                        full
-                                + "; what the run wrote stays in "
-                                + run
-                                + ": free space, then continue it with --resume "
-                                + run);
+            RuntimeException stopped = oneLine(e, run, embedded);
+            if (stopped != null) {
+                throw stopped;
             }
             throw e;
         } finally {
@@ -505,6 +477,46 @@ public final class TrainCommand implements Callable<Integer> {
         out.println(r.summaryLine());
         out.flush();
         return 0;
+    }
+
+    /**
+     * The failures of a running job that one line says all about, with how to go on: the JobManager
+     * lost under {@code flink run}, the job cancelled, a full disk (named in a cause, or the run
+     * directory's file system nearly full, as when the TaskManager was lost to it); null for any
+     * other.
+     */
+    private static RuntimeException oneLine(Exception e, Path run, boolean embedded) {
+        String lost = embedded ? null : Main.connectionLostInJob(e);
+        if (lost != null) {
+            return new Main.Stopped(
+                    "lost the JobManager ("
+                            + lost
+                            + "); without high availability its job is gone, and its"
+                            + " checkpoints stay in "
+                            + run
+                            + ": once a cluster runs, continue it with flink run <the job's"
+                            + " jar> train --resume "
+                            + run);
+        }
+        if (Main.cancelledInJob(e)) {
+            return stoppedWithResume("the job was cancelled", run, "");
+        }
+        String full = Main.diskFullInJob(e);
+        if (full == null && OutputPaths.nearlyFull(run)) {
+            full = "no space left on the disk of " + run;
+        }
+        return full == null ? null : stoppedWithResume(full, run, "free space, then ");
+    }
+
+    private static Main.Stopped stoppedWithResume(String what, Path run, String first) {
+        return new Main.Stopped(
+                what
+                        + "; what the run wrote stays in "
+                        + run
+                        + ": "
+                        + first
+                        + "continue it with --resume "
+                        + run);
     }
 
     /**

@@ -124,22 +124,8 @@ class MainTest {
     @Test
     void shouldStopOnAFullDiskWithOneLineNamingTheFileAndHowToGoOn(@TempDir Path dir)
             throws Exception {
-        Path run = Files.createDirectories(dir.resolve("run"));
-        Files.createSymbolicLink(run.resolve("trace-device-0.csv"), Path.of("/dev/full"));
-        Run r =
-                run(
-                        "train",
-                        "--data",
-                        data.toString(),
-                        "--patch",
-                        "16",
-                        "--epochs",
-                        "1",
-                        "--accelerator",
-                        "simulated:1",
-                        "--no-web-ui",
-                        "--run-dir",
-                        run.toString());
+        Path run = dir.resolve("run");
+        Run r = run(fullDiskRun(data, run).toArray(String[]::new));
         assertThat(r.status).as(r.err).isEqualTo(1);
         assertThat(r.err.strip().lines().reduce((a, b) -> b).orElse(""))
                 .isEqualTo(
@@ -150,6 +136,28 @@ class MainTest {
                                 + ": free space, then continue it with --resume "
                                 + run);
         assertThat(r.err).doesNotContain("JobExecutionException");
+    }
+
+    /**
+     * The arguments of a one-epoch run into {@code run}, whose device-0 trace is created as a link
+     * to /dev/full, which answers every write with ENOSPC: the disk filling up under the job.
+     */
+    static List<String> fullDiskRun(Path data, Path run) throws java.io.IOException {
+        Files.createDirectories(run);
+        Files.createSymbolicLink(run.resolve("trace-device-0.csv"), Path.of("/dev/full"));
+        return List.of(
+                "train",
+                "--data",
+                data.toString(),
+                "--patch",
+                "16",
+                "--epochs",
+                "1",
+                "--accelerator",
+                "simulated:1",
+                "--no-web-ui",
+                "--run-dir",
+                run.toString());
     }
 
     @Test

@@ -21,26 +21,13 @@ class RunLogTest {
     void shouldKeepFlinksWarningsInTheRunLogAndOffTheConsole(@TempDir Path dir) throws Exception {
         Path data = dir.resolve("data");
         KitsLikeGenerator.builder().optCases(4).optScale(0.1).optSeed(3).build().generate(data);
-        Path run = Files.createDirectories(dir.resolve("run"));
-        Files.createSymbolicLink(run.resolve("trace-device-0.csv"), Path.of("/dev/full"));
+        Path run = dir.resolve("run");
         Path config = Path.of("..", "flink-conf", "log4j-console.properties").toAbsolutePath();
         Path console = dir.resolve("console.log");
         Process p =
                 ResumeTest.startMain(
                         List.of("-Dlog4j.configurationFile=" + config),
-                        List.of(
-                                "train",
-                                "--data",
-                                data.toString(),
-                                "--patch",
-                                "16",
-                                "--epochs",
-                                "1",
-                                "--accelerator",
-                                "simulated:1",
-                                "--no-web-ui",
-                                "--run-dir",
-                                run.toString()),
+                        MainTest.fullDiskRun(data, run),
                         console);
         assertThat(p.waitFor(2, TimeUnit.MINUTES)).isTrue();
         String out = Files.readString(console);

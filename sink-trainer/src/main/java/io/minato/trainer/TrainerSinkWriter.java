@@ -51,7 +51,6 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final Thread worker;
     private final ReplicaGroup.Member member; // null: the accelerator trains alone
     private final GpuSampler gpu; // owns the accelerator's GPU monitor
-    private final TrainingProgress progress; // null: no output folder to key it by
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -140,9 +139,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             queue.addAll(restored.queued());
         }
         this.held = queue.size();
-        this.progress = outputDir == null ? null : TrainingProgress.of(outputDir);
-        if (progress != null) {
-            progress.update(device, counters);
+        if (outputDir != null) {
+            TrainingProgress.of(outputDir).register(device, this::counters);
         }
         this.trace =
                 traceDir == null
@@ -431,9 +429,6 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                     DeviceCounters after =
                             before.plusStep(batch, result, wait, startMillis, endMillis);
                     counters = after;
-                    if (progress != null) {
-                        progress.update(device, after);
-                    }
                     lastStepEndNanos = end;
                     // Metrics before the step counts as done: a drained queue shows them all.
                     stepsMetric.inc();

@@ -3,17 +3,18 @@ package io.minato.trainer;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
 /**
- * The devices' counters of a run, as its trainers update them after every step, for whoever runs
- * the job in the same JVM (the command's progress line on the embedded cluster). Keyed by the run's
- * output folder; under {@code flink run} the trainers live in a TaskManager and the client sees
- * nothing here.
+ * The devices' counters of a run, read from its trainers, for whoever runs the job in the same JVM
+ * (the command's progress line on the embedded cluster). Keyed by the run's output folder; under
+ * {@code flink run} the trainers live in a TaskManager and the client sees nothing here.
  */
 public final class TrainingProgress {
     private static final Map<String, TrainingProgress> RUNS = new ConcurrentHashMap<>();
 
-    private final Map<Integer, DeviceCounters> devices = new ConcurrentHashMap<>();
+    // A restarted device's new trainer replaces the old one.
+    private final Map<Integer, Supplier<DeviceCounters>> devices = new ConcurrentHashMap<>();
 
     private TrainingProgress() {}
 
@@ -28,7 +29,7 @@ public final class TrainingProgress {
         RUNS.remove(outputDir.toAbsolutePath().normalize().toString());
     }
 
-    void update(int device, DeviceCounters counters) {
+    void register(int device, Supplier<DeviceCounters> counters) {
         devices.put(device, counters);
     }
 
@@ -38,7 +39,8 @@ public final class TrainingProgress {
         long fast = 0;
         long slow = 0;
         long busy = 0;
-        for (DeviceCounters c : devices.values()) {
+        for (Supplier<DeviceCounters> device : devices.values()) {
+            DeviceCounters c = device.get();
             steps += c.steps();
             fast += c.fast();
             slow += c.slow();

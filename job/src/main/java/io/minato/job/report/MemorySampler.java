@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Reads this process's resident memory from {@code /proc/self/status} at a fixed period, for the
@@ -15,7 +16,7 @@ import java.util.List;
  * much of the data the run has touched and are not a leak. Where there is no {@code /proc} (not
  * Linux) nothing is sampled.
  */
-public final class MemorySampler implements AutoCloseable {
+public final class MemorySampler {
     private static final Path STATUS = Path.of("/proc/self/status");
 
     /** One reading: wall-clock millis, resident bytes in all and anonymous ones. */
@@ -66,11 +67,6 @@ public final class MemorySampler implements AutoCloseable {
         }
     }
 
-    @Override
-    public void close() {
-        stop();
-    }
-
     private void add(Sample s) {
         synchronized (samples) {
             samples.add(s);
@@ -78,18 +74,18 @@ public final class MemorySampler implements AutoCloseable {
     }
 
     /** This process's VmRSS and RssAnon now; empty if {@code /proc} cannot say. */
-    static java.util.Optional<Sample> read() {
+    static Optional<Sample> read() {
         try {
             return parse(
                     System.currentTimeMillis(),
                     Files.readString(STATUS, StandardCharsets.US_ASCII));
         } catch (IOException | RuntimeException e) {
-            return java.util.Optional.empty();
+            return Optional.empty();
         }
     }
 
     /** The kB fields VmRSS and RssAnon of a {@code /proc/<pid>/status} text. */
-    static java.util.Optional<Sample> parse(long millis, String status) {
+    static Optional<Sample> parse(long millis, String status) {
         long rss = -1;
         long anon = -1;
         for (String line : status.split("\n")) {
@@ -100,8 +96,8 @@ public final class MemorySampler implements AutoCloseable {
             }
         }
         return rss < 0 || anon < 0
-                ? java.util.Optional.empty()
-                : java.util.Optional.of(new Sample(millis, rss * 1024, anon * 1024));
+                ? Optional.empty()
+                : Optional.of(new Sample(millis, rss * 1024, anon * 1024));
     }
 
     private static long kiloBytes(String line) {
