@@ -10,6 +10,7 @@ import io.minato.loader.InOrderLoader;
 import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
 import io.minato.loader.TimeoutPolicy;
+import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
@@ -43,7 +44,11 @@ public final class LoaderJob {
         djl
     }
 
-    /** What the dataflow needs to know. */
+    /**
+     * What the dataflow needs to know. {@code scheduled}: Minato's workers (fast and slow) take
+     * their turns from the job's {@link WorkerScheduler} in each TaskManager ({@code --workers
+     * auto}); otherwise each prepares whenever it has work.
+     */
     public record Settings(
             Loader loader,
             CaseTable cases,
@@ -54,7 +59,35 @@ public final class LoaderJob {
             int devices,
             int fastWorkers,
             int slowWorkers,
-            TimeoutPolicy timeout) {}
+            TimeoutPolicy timeout,
+            boolean scheduled) {
+
+        /** Settings whose workers are not paced by the {@link WorkerScheduler}. */
+        public Settings(
+                Loader loader,
+                CaseTable cases,
+                TransformConfig transforms,
+                int epochs,
+                long seed,
+                int batch,
+                int devices,
+                int fastWorkers,
+                int slowWorkers,
+                TimeoutPolicy timeout) {
+            this(
+                    loader,
+                    cases,
+                    transforms,
+                    epochs,
+                    seed,
+                    batch,
+                    devices,
+                    fastWorkers,
+                    slowWorkers,
+                    timeout,
+                    false);
+        }
+    }
 
     /**
      * Samples cross operators as identities of a few dozen bytes while their patches wait in the
@@ -95,18 +128,25 @@ public final class LoaderJob {
         DeviceKeys keys = new DeviceKeys(s.devices());
         SingleOutputStreamOperator<PreparedSample> fast =
                 tasks.rebalance()
-                        .process(
+                        .transform(
+                                "AugmentOperator",
+                                SampleTypes.PREPARED_SAMPLE,
                                 new AugmentOperator(
-                                        s.cases(), s.transforms(), s.timeout(), s.devices()))
-                        .name("AugmentOperator")
+                                        s.cases(),
+                                        s.transforms(),
+                                        s.timeout(),
+                                        s.devices(),
+                                        s.scheduled()))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
         DataStream<PreparedSample> slow =
                 fast.getSideOutput(AugmentOperator.SLOW)
                         .rebalance()
-                        .process(new SlowPath(s.cases(), s.transforms(), s.devices()))
-                        .name("SlowPath")
+                        .transform(
+                                "SlowPath",
+                                SampleTypes.PREPARED_SAMPLE,
+                                new SlowPath(s.cases(), s.transforms(), s.devices(), s.scheduled()))
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);

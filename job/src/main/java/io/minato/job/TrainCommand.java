@@ -5,6 +5,7 @@ import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.job.report.MemorySampler;
 import io.minato.job.report.RunReport;
+import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
@@ -91,11 +92,14 @@ public final class TrainCommand implements Callable<Integer> {
 
     @Option(
             names = "--workers",
-            paramLabel = "W",
+            paramLabel = "auto|W",
             description =
                     "CPU preprocessing workers: Minato's fast workers; the in-order baseline gets"
-                            + " W + S, the same thread count (default: the number of cores).")
-    int workers = Runtime.getRuntime().availableProcessors();
+                            + " W + S, the same thread count. auto: as many as cores, paced by"
+                            + " the worker scheduler, which sets how many prepare at once from the"
+                            + " devices' queues and the CPU the trainers leave; a number: that"
+                            + " many, each preparing whenever it has work (default: auto).")
+    String workers = "auto";
 
     @Option(
             names = "--slow-workers",
@@ -257,6 +261,15 @@ public final class TrainCommand implements Callable<Integer> {
         }
     }
 
+    private int parseWorkers(String value) {
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new ParameterException(
+                    spec.commandLine(), "--workers must be auto or a number, not '" + value + "'");
+        }
+    }
+
     @Override
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
@@ -266,8 +279,11 @@ public final class TrainCommand implements Callable<Integer> {
         }
         requireAtLeast("--epochs", epochs, 1);
         requireAtLeast("--batch", batch, 1);
-        requireAtLeast("--workers", workers, 1);
-        requireAtLeast("--slow-workers", slowWorkers == null ? workers : slowWorkers, 1);
+        boolean scheduled = workers.equalsIgnoreCase("auto");
+        int fast = scheduled ? Runtime.getRuntime().availableProcessors() : parseWorkers(workers);
+        requireAtLeast("--workers", fast, 1);
+        int slow = slowWorkers != null ? slowWorkers : fast;
+        requireAtLeast("--slow-workers", slow, 1);
         requireAtLeast("--queue-depth", queueDepth, 1);
         requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
         requireAtLeast("--progress-interval", progressMillis, 0);
@@ -327,8 +343,6 @@ public final class TrainCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        int slow = slowWorkers != null ? slowWorkers : workers;
-        int fast = workers;
 
         DataOptions.Cases cases = data.cases(err);
         List<CaseFiles> train = cases.train();
@@ -367,7 +381,8 @@ public final class TrainCommand implements Callable<Integer> {
                         dev.devices().size(),
                         fast,
                         slow,
-                        timeoutPolicy);
+                        timeoutPolicy,
+                        scheduled && loader == LoaderJob.Loader.minato);
         int slots = Math.max(Math.max(fast, slow), dev.devices().size());
         Path flinkTmp = Files.createDirectories(run.resolve("tmp"));
         Configuration job =
@@ -382,7 +397,7 @@ public final class TrainCommand implements Callable<Integer> {
         err.printf(
                 Locale.ROOT,
                 "training: %s loader, %d cases (%d held out, %d quarantined) x %d epochs, patch %d^3, batch %d x %d %s"
-                        + " device(s), accelerator %s, %d workers, run dir %s%s%n",
+                        + " device(s), accelerator %s, %s workers, run dir %s%s%n",
                 loader,
                 train.size(),
                 cases.eval(),
@@ -393,7 +408,7 @@ public final class TrainCommand implements Callable<Integer> {
                 dev.devices().size(),
                 dev.devices().get(0).kind().name().toLowerCase(Locale.ROOT),
                 accelerator,
-                workers,
+                scheduled ? "auto (" + fast + " + " + slow + ")" : Integer.toString(fast),
                 run,
                 webUi ? ", web UI on http://localhost:" + restPort : "");
         err.flush();
@@ -466,7 +481,12 @@ public final class TrainCommand implements Callable<Integer> {
                                 optimizer,
                                 cacheCounts(result, cases.cache()),
                                 data.tail,
-                                memorySamples),
+                                memorySamples,
+                                new RunReport.Workers(
+                                        loader == LoaderJob.Loader.minato ? fast : fast + slow,
+                                        loader == LoaderJob.Loader.minato ? slow : 0,
+                                        settings.scheduled(),
+                                        settings.scheduled() ? activeWorkersMean(result) : null)),
                         run);
         if (report != null) {
             r.write(report);
@@ -477,6 +497,12 @@ public final class TrainCommand implements Callable<Integer> {
         out.println(r.summaryLine());
         out.flush();
         return 0;
+    }
+
+    /** The fast workers' mean of the scheduler's active count; null when none reported it. */
+    private static Double activeWorkersMean(JobExecutionResult result) {
+        Object mean = result.getAccumulatorResult(AugmentOperator.ACTIVE_WORKERS_MEAN);
+        return mean instanceof Double d && !d.isNaN() ? d : null;
     }
 
     /**
@@ -676,7 +702,7 @@ public final class TrainCommand implements Callable<Integer> {
         if (loader != LoaderJob.Loader.minato) {
             return null;
         }
-        Double ms = result.getAccumulatorResult(io.minato.loader.AugmentOperator.TIMEOUT_MS);
+        Double ms = result.getAccumulatorResult(AugmentOperator.TIMEOUT_MS);
         // No worker set a deadline (an auto timeout over fewer samples than it needs to learn
         // one): the maximum over none is -Infinity; say "none".
         if (ms != null && Double.isFinite(ms)) {

@@ -8,10 +8,12 @@ import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
 import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
+import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
+import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.trainer.Accelerator;
@@ -38,6 +40,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
@@ -59,17 +64,33 @@ class LoaderJobTest {
     private static final int BATCH = 2;
     private static final long SEED = 11;
 
+    /**
+     * Small network buffers, few of them: a source finishes once all its tasks fit in buffers, and
+     * its checkpoint barriers then travel in line behind them. With these, runs of a few thousand
+     * tasks keep the source running, held back by the workers, as a long run does.
+     */
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
             new MiniClusterExtension(
                     new MiniClusterResourceConfiguration.Builder()
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(4)
+                            .setConfiguration(
+                                    Configuration.fromMap(
+                                            Map.of(
+                                                    "taskmanager.memory.segment-size", "4kb",
+                                                    "taskmanager.network.memory.buffers-per-channel",
+                                                            "1",
+                                                    "taskmanager.network.memory.floating-buffers-per-gate",
+                                                            "1",
+                                                    "taskmanager.network.memory.max-buffers-per-channel",
+                                                            "1")))
                             .build());
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
+    private static final AtomicBoolean HOLDING = new AtomicBoolean();
     private static final AtomicInteger FAILURES = new AtomicInteger();
     private static final AtomicLong SNAPSHOT_IDS = new AtomicLong();
     private static final List<Long> RESTORED = new CopyOnWriteArrayList<>();
@@ -209,6 +230,64 @@ class LoaderJobTest {
         return entries;
     }
 
+    /**
+     * The worker scheduler with every permit held elsewhere: the workers wait, checkpoints still
+     * complete (waiting yields to the task's mailbox), and the tasks they waited with are in those
+     * checkpoints. A checkpoint then fails the job while they wait; the restore prepares those
+     * tasks again, and every (epoch, index) is trained exactly once, bit-identically.
+     */
+    @Test
+    void shouldCheckpointWhileWorkersWaitForPermitsAndPrepareTheirTasksAfterARestore()
+            throws Exception {
+        SNAPSHOTS.set(0);
+        HOLDING.set(false);
+        FAILED.set(false);
+        PATCHES.clear();
+        CHANGED.clear();
+        // Enough sample tasks that the source is still held back by the workers when they wait:
+        // a finished source's checkpoint barriers travel in line behind the tasks it sent.
+        int epochs = 250;
+        RunReport report =
+                run(
+                        LoaderJob.Loader.minato,
+                        epochs,
+                        new FailWhileWorkersWait(),
+                        "auto",
+                        CaseCache.disabled(),
+                        true,
+                        job -> {
+                            WorkerScheduler scheduler =
+                                    WorkerScheduler.of(WorkerScheduler.key(job.toString(), 0));
+                            int held = 0;
+                            int atHold = -1;
+                            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                            // Hold every permit (the count may grow) until three checkpoints
+                            // have completed while holding, and the job has failed over.
+                            while (!FAILED.get() && System.nanoTime() < deadline) {
+                                while (scheduler.tryAcquire(WorkerScheduler.Kind.FAST)) {
+                                    held++;
+                                }
+                                if (held > 0 && held >= scheduler.active() && atHold < 0) {
+                                    atHold = SNAPSHOTS.get();
+                                    HOLDING.set(true);
+                                }
+                                Thread.sleep(1);
+                            }
+                            assertThat(FAILED).as("failed over while holding").isTrue();
+                            assertThat(SNAPSHOTS.get() - atHold).isGreaterThanOrEqualTo(3);
+                            for (int i = 0; i < held; i++) {
+                                scheduler.release(0);
+                            }
+                        });
+        Map<String, Integer> seen = checkTrace(epochs);
+        assertThat(seen).hasSize(train.size() * epochs);
+        assertThat(report.delivered()).isEqualTo(train.size() * epochs);
+        assertThat(CHANGED).isEmpty();
+        assertThat(report.toJson()).contains("\"auto\": true");
+        assertThat((Double) lastResult.getAccumulatorResult(AugmentOperator.ACTIVE_WORKERS_MEAN))
+                .isBetween(1.0, 3.0);
+    }
+
     /** The two in-order baselines: PyTorch DataLoader semantics, and DJL's own loader. */
     @ParameterizedTest(name = "{0}")
     @EnumSource(
@@ -244,6 +323,22 @@ class LoaderJobTest {
             String timeout,
             CaseCache cache)
             throws Exception {
+        return run(loader, epochs, accelerator, timeout, cache, false, job -> {});
+    }
+
+    /**
+     * @param scheduled whether the worker scheduler paces Minato's workers
+     * @param whileRunning called with the job's id once it is submitted, before its end is awaited
+     */
+    private RunReport run(
+            LoaderJob.Loader loader,
+            int epochs,
+            AcceleratorFactory accelerator,
+            String timeout,
+            CaseCache cache,
+            boolean scheduled,
+            ThrowingConsumer<JobID> whileRunning)
+            throws Exception {
         TransformConfig transforms = TransformConfig.mlperf(16);
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
@@ -256,7 +351,8 @@ class LoaderJobTest {
                         DEVICES,
                         2,
                         1,
-                        TimeoutPolicy.parse(timeout));
+                        TimeoutPolicy.parse(timeout),
+                        scheduled);
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(accelerator)
@@ -269,7 +365,9 @@ class LoaderJobTest {
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
         new LoaderJob(settings, sink).build(env);
         long start = System.currentTimeMillis();
-        JobExecutionResult result = env.execute("LoaderJobTest " + loader);
+        JobClient client = env.executeAsync("LoaderJobTest " + loader);
+        whileRunning.accept(client.getJobID());
+        JobExecutionResult result = client.getJobExecutionResult().get();
         lastResult = result;
         assertThat(result.getNetRuntime()).isPositive();
         TraceFiles.merge(run, run.resolve("trace.csv"));
@@ -293,8 +391,23 @@ class LoaderJobTest {
                         null,
                         null,
                         null,
-                        null),
+                        null,
+                        scheduled
+                                ? new RunReport.Workers(
+                                        2,
+                                        1,
+                                        true,
+                                        (Double)
+                                                result.getAccumulatorResult(
+                                                        AugmentOperator.ACTIVE_WORKERS_MEAN))
+                                : null),
                 run);
+    }
+
+    /** What a test does while its job runs. */
+    @FunctionalInterface
+    interface ThrowingConsumer<T> {
+        void accept(T value) throws Exception;
     }
 
     private List<String> trace() throws Exception {
@@ -389,6 +502,67 @@ class LoaderJobTest {
      * Device 0 fails once, on a step after two of its checkpoints (unless told not to); steps sleep
      * 25 ms. Every trained sample's bytes are recorded in {@link #PATCHES}.
      */
+    /**
+     * A simulated step that records each sample's bytes; its checkpoint fails once, after three
+     * checkpoints taken while the test held every permit (device 0's snapshot throws), which fails
+     * the job over to the last of them.
+     */
+    static final class FailWhileWorkersWait implements AcceleratorFactory {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private final SimulatedAccelerator step = new SimulatedAccelerator(1);
+                private int whileHolding;
+
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    recordBytes(batch);
+                    return step.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return "simulated";
+                }
+
+                @Override
+                public byte[] snapshot() throws Exception {
+                    if (device == 0 && HOLDING.get() && ++whileHolding > 3) {
+                        if (FAILED.compareAndSet(false, true)) {
+                            throw new IllegalStateException("injected checkpoint fault");
+                        }
+                    }
+                    if (device == 0) {
+                        SNAPSHOTS.incrementAndGet();
+                    }
+                    return new byte[0];
+                }
+            };
+        }
+    }
+
+    /** Records each sample's bytes (CRC32) by (epoch, index), and pairs seen with two values. */
+    static void recordBytes(Batch batch) {
+        for (PreparedSample s : batch.samples()) {
+            CRC32 crc = new CRC32();
+            for (float f : s.patch().image()) {
+                int bits = Float.floatToRawIntBits(f);
+                crc.update(bits >>> 24);
+                crc.update(bits >>> 16);
+                crc.update(bits >>> 8);
+                crc.update(bits);
+            }
+            crc.update(s.patch().label());
+            String pair = s.task().epoch() + "," + s.task().index();
+            Long before = PATCHES.put(pair, crc.getValue());
+            if (before != null && before != crc.getValue()) {
+                CHANGED.add(pair);
+            }
+        }
+    }
+
     static final class FailOnceAfterCheckpoints implements AcceleratorFactory {
         private static final long serialVersionUID = 1L;
         private final boolean fail;
@@ -414,22 +588,7 @@ class LoaderJobTest {
                             && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
-                    for (PreparedSample s : batch.samples()) {
-                        CRC32 crc = new CRC32();
-                        for (float f : s.patch().image()) {
-                            int bits = Float.floatToRawIntBits(f);
-                            crc.update(bits >>> 24);
-                            crc.update(bits >>> 16);
-                            crc.update(bits >>> 8);
-                            crc.update(bits);
-                        }
-                        crc.update(s.patch().label());
-                        String pair = s.task().epoch() + "," + s.task().index();
-                        Long before = PATCHES.put(pair, crc.getValue());
-                        if (before != null && before != crc.getValue()) {
-                            CHANGED.add(pair);
-                        }
-                    }
+                    recordBytes(batch);
                     return step.train(batch);
                 }
 

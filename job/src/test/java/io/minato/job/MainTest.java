@@ -250,6 +250,7 @@ class MainTest {
         String[][] cases = {
             {"--slow-workers", "0", "--slow-workers must be >= 1, not 0"},
             {"--workers", "-2", "--workers must be >= 1, not -2"},
+            {"--workers", "many", "--workers must be auto or a number, not 'many'"},
             {"--queue-depth", "0", "--queue-depth must be >= 1, not 0"},
             {"--checkpoint-interval", "5", "--checkpoint-interval must be >= 10, not 5"},
             {"--progress-interval", "-1", "--progress-interval must be >= 0, not -1"},

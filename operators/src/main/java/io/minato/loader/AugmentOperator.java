@@ -1,7 +1,6 @@
 package io.minato.loader;
 
 import io.minato.sample.PreparedSample;
-import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
@@ -10,20 +9,20 @@ import io.minato.stats.CpuClock;
 import io.minato.transform.Preparation;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
+import org.apache.flink.api.common.accumulators.AverageAccumulator;
 import org.apache.flink.api.common.accumulators.DoubleMaximum;
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
-import org.apache.flink.streaming.api.functions.ProcessFunction;
-import org.apache.flink.util.Collector;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.util.OutputTag;
 
 /**
  * A fast worker: prepares a sample under a deadline. Done in time, the sample leaves on the main
  * output, dealt to the next device in this worker's turn ({@link DeviceDealer}); past the deadline
  * it leaves at the next step boundary on the {@link #SLOW} side output, unfinished, and the worker
- * takes the next sample at once.
+ * takes the next sample at once. Under the {@link WorkerScheduler} it holds a permit for the whole
+ * attempt.
  */
-public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample> {
+public class AugmentOperator extends PreparingOperator<SampleTask> {
     private static final long serialVersionUID = 1L;
 
     /** Samples that passed their deadline, to be finished by the {@link SlowPath}. */
@@ -33,40 +32,46 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
     /** Accumulator: the largest final deadline over the workers, in ms (for the report). */
     public static final String TIMEOUT_MS = "timeoutMs";
 
-    private final CaseTable cases;
-    private final TransformConfig config;
+    /**
+     * Accumulator: the scheduler's mean active workers, averaged over the fast workers (absent when
+     * no scheduler paced them).
+     */
+    public static final String ACTIVE_WORKERS_MEAN = "activeWorkersMean";
+
     private final TimeoutPolicy timeoutSetting;
-    private final int devices;
 
     private transient TimeoutPolicy timeout;
     private transient Counter fast;
     private transient Counter slow;
     private transient DoubleMaximum finalTimeoutMs;
-    private transient SampleHandoff.Reservation handoff;
-    private transient DeviceDealer dealer;
+    private transient AverageAccumulator activeMean;
+
+    /** A fast worker that prepares whenever it has work. */
+    public AugmentOperator(
+            CaseTable cases, TransformConfig config, TimeoutPolicy timeout, int devices) {
+        this(cases, config, timeout, devices, false);
+    }
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
+     * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
     public AugmentOperator(
-            CaseTable cases, TransformConfig config, TimeoutPolicy timeout, int devices) {
-        this.cases = cases;
-        this.config = config;
+            CaseTable cases,
+            TransformConfig config,
+            TimeoutPolicy timeout,
+            int devices,
+            boolean scheduled) {
+        super(cases, config, devices, WorkerScheduler.Kind.FAST, scheduled);
         this.timeoutSetting = timeout;
-        this.devices = devices;
     }
 
     @Override
-    public void open(OpenContext openContext) {
+    public void open() throws Exception {
         timeout = timeoutSetting.copy();
-        dealer =
-                new DeviceDealer(
-                        devices, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
-        handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
-        var metrics = getRuntimeContext().getMetricGroup();
+        var metrics = getMetricGroup();
         finalTimeoutMs = new DoubleMaximum();
         getRuntimeContext().addAccumulator(TIMEOUT_MS, finalTimeoutMs);
-        CacheMetrics.register(getRuntimeContext(), metrics, cases);
         fast = metrics.counter("samplesFast");
         slow = metrics.counter("samplesSlow");
         metrics.gauge(
@@ -75,54 +80,74 @@ public class AugmentOperator extends ProcessFunction<SampleTask, PreparedSample>
                         timeout.timeoutNanos() == Long.MAX_VALUE
                                 ? -1.0
                                 : timeout.timeoutNanos() / 1e6);
-    }
-
-    /**
-     * A fault in a mapped case file surfaces as an InternalError where compiled code next checks
-     * for it, possibly after the read (while emitting, say): the whole element is guarded.
-     */
-    @Override
-    public void processElement(SampleTask task, Context ctx, Collector<PreparedSample> out)
-            throws Exception {
-        try {
-            prepare(task, ctx, out);
-        } catch (InternalError fault) {
-            throw cases.changedWhileRead(task.caseIndex(), fault);
+        super.open();
+        if (paced()) {
+            activeMean = new AverageAccumulator();
+            getRuntimeContext().addAccumulator(ACTIVE_WORKERS_MEAN, activeMean);
         }
     }
 
-    private void prepare(SampleTask task, Context ctx, Collector<PreparedSample> out)
-            throws Exception {
+    @Override
+    SampleTask taskOf(SampleTask element) {
+        return element;
+    }
+
+    @Override
+    void process(SampleTask task) throws Exception {
+        acquire(task);
+        attempt(task, true);
+    }
+
+    @Override
+    void restart(SampleTask task) throws Exception {
+        attempt(task, false);
+    }
+
+    private void attempt(SampleTask task, boolean permitted) throws Exception {
         long start = System.nanoTime();
         long cpu0 = CpuClock.threadNanos();
         long budget = timeout.timeoutNanos();
-        Volume volume = cases.volume(task.caseIndex());
         Preparation p = Preparation.start(task.key());
-        while (!p.isDone()) {
-            p.advance(volume, config);
-            if (!p.isDone() && System.nanoTime() - start > budget) {
-                break;
+        long cpu;
+        try {
+            Volume volume = cases.volume(task.caseIndex());
+            while (!p.isDone()) {
+                p.advance(volume, config);
+                if (!p.isDone() && System.nanoTime() - start > budget) {
+                    break;
+                }
+            }
+        } finally {
+            cpu = CpuClock.threadNanos() - cpu0;
+            if (permitted) {
+                release(cpu);
             }
         }
-        long cpu = CpuClock.threadNanos() - cpu0;
         if (p.isDone()) {
             timeout.finished(System.nanoTime() - start);
             fast.inc();
-            out.collect(new PreparedSample(task, SamplePath.FAST, cpu, p.result(), dealer.next()));
+            output.collect(
+                    new StreamRecord<>(
+                            new PreparedSample(
+                                    task, SamplePath.FAST, cpu, p.result(), nextDevice())));
         } else {
             timeout.cutOff();
             slow.inc();
-            ctx.output(SLOW, new UnfinishedSample(task, p, cpu));
+            output.collect(SLOW, new StreamRecord<>(new UnfinishedSample(task, p, cpu)));
         }
     }
 
     @Override
-    public void close() {
-        if (handoff != null) {
-            handoff.close();
-        }
-        if (timeout != null && timeout.timeoutNanos() != Long.MAX_VALUE) {
-            finalTimeoutMs.add(timeout.timeoutNanos() / 1e6);
+    public void close() throws Exception {
+        try {
+            if (timeout != null && timeout.timeoutNanos() != Long.MAX_VALUE) {
+                finalTimeoutMs.add(timeout.timeoutNanos() / 1e6);
+            }
+            if (activeMean != null) {
+                activeMean.add(meanActiveWorkers());
+            }
+        } finally {
+            super.close();
         }
     }
 }

@@ -1,80 +1,84 @@
 package io.minato.loader;
 
 import io.minato.sample.PreparedSample;
-import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Preparation;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
-import org.apache.flink.streaming.api.functions.ProcessFunction;
-import org.apache.flink.util.Collector;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
  * Finishes samples that passed their deadline on a fast worker, from the step they reached: no step
  * is redone, and the result is the one the fast path would have produced. Finished samples are
- * dealt to the devices in turn, as the fast workers deal theirs ({@link DeviceDealer}).
+ * dealt to the devices in turn, as the fast workers deal theirs ({@link DeviceDealer}). Under the
+ * {@link WorkerScheduler} it takes a permit for each step, so fast work can go first between two
+ * steps of a slow sample when the devices run short.
  */
-public class SlowPath extends ProcessFunction<UnfinishedSample, PreparedSample> {
+public class SlowPath extends PreparingOperator<UnfinishedSample> {
     private static final long serialVersionUID = 1L;
 
-    private final CaseTable cases;
-    private final TransformConfig config;
-    private final int devices;
     private transient Counter finished;
-    private transient SampleHandoff.Reservation handoff;
-    private transient DeviceDealer dealer;
+
+    /** A slow worker that prepares whenever it has work. */
+    public SlowPath(CaseTable cases, TransformConfig config, int devices) {
+        this(cases, config, devices, false);
+    }
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
+     * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
-    public SlowPath(CaseTable cases, TransformConfig config, int devices) {
-        this.cases = cases;
-        this.config = config;
-        this.devices = devices;
+    public SlowPath(CaseTable cases, TransformConfig config, int devices, boolean scheduled) {
+        super(cases, config, devices, WorkerScheduler.Kind.SLOW, scheduled);
     }
 
     @Override
-    public void open(OpenContext openContext) {
-        finished = getRuntimeContext().getMetricGroup().counter("samplesFinished");
-        dealer =
-                new DeviceDealer(
-                        devices, getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
-        handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
-        CacheMetrics.register(getRuntimeContext(), getRuntimeContext().getMetricGroup(), cases);
+    public void open() throws Exception {
+        finished = getMetricGroup().counter("samplesFinished");
+        super.open();
     }
 
     @Override
-    public void close() {
-        if (handoff != null) {
-            handoff.close();
-        }
+    SampleTask taskOf(UnfinishedSample element) {
+        return element.task();
     }
 
-    /** Guarded whole, as in {@link AugmentOperator#processElement}. */
     @Override
-    public void processElement(UnfinishedSample sample, Context ctx, Collector<PreparedSample> out)
+    void process(UnfinishedSample sample) throws Exception {
+        finish(sample.task(), sample.preparation(), sample.prepCpuNanos(), true);
+    }
+
+    @Override
+    void restart(SampleTask task) throws Exception {
+        finish(task, Preparation.start(task.key()), 0, false);
+    }
+
+    private void finish(SampleTask task, Preparation p, long cpuBefore, boolean paced)
             throws Exception {
-        try {
-            finish(sample, out);
-        } catch (InternalError fault) {
-            throw cases.changedWhileRead(sample.task().caseIndex(), fault);
-        }
-    }
-
-    private void finish(UnfinishedSample sample, Collector<PreparedSample> out) throws Exception {
-        long cpu0 = CpuClock.threadNanos();
-        Volume volume = cases.volume(sample.task().caseIndex());
-        Preparation p = sample.preparation();
+        long cpu = cpuBefore;
+        Volume volume = cases.volume(task.caseIndex());
         while (!p.isDone()) {
-            p.advance(volume, config);
+            if (paced) {
+                acquire(task);
+            }
+            long cpu0 = CpuClock.threadNanos();
+            try {
+                p.advance(volume, config);
+            } finally {
+                long used = CpuClock.threadNanos() - cpu0;
+                cpu += used;
+                if (paced) {
+                    release(used);
+                }
+            }
         }
-        long cpu = sample.prepCpuNanos() + CpuClock.threadNanos() - cpu0;
         finished.inc();
-        out.collect(
-                new PreparedSample(sample.task(), SamplePath.SLOW, cpu, p.result(), dealer.next()));
+        output.collect(
+                new StreamRecord<>(
+                        new PreparedSample(task, SamplePath.SLOW, cpu, p.result(), nextDevice())));
     }
 }

@@ -24,7 +24,6 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
-import org.apache.flink.streaming.util.ProcessFunctionTestHarnesses;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -47,11 +46,66 @@ class LoaderOperatorsTest {
         volumes = blobs.volumes();
     }
 
+    /** A harness around a worker, set up and opened. */
+    static <I> OneInputStreamOperatorTestHarness<I, PreparedSample> opened(
+            PreparingOperator<I> worker) throws Exception {
+        var h = new OneInputStreamOperatorTestHarness<>(worker);
+        h.open();
+        return h;
+    }
+
+    @Test
+    void shouldPrepareUnderTheSchedulerGivingEveryPermitBackAndLeaveNoSchedulerBehind()
+            throws Exception {
+        List<UnfinishedSample> unfinished = new ArrayList<>();
+        String key;
+        try (var h =
+                opened(new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("60000"), 2, true))) {
+            key =
+                    WorkerScheduler.key(
+                            h.getEnvironment().getJobInfo().getJobId().toString(),
+                            h.getEnvironment().getTaskInfo().getAttemptNumber());
+            WorkerScheduler scheduler = WorkerScheduler.of(key);
+            for (int i = 0; i < 6; i++) {
+                h.processElement(new SampleTask(7, 0, i, i % 3), i);
+            }
+            assertThat(h.extractOutputValues()).hasSize(6);
+            assertThat(scheduler.running()).isZero();
+            assertThat(scheduler.active()).isEqualTo(1); // one worker registered
+        }
+        try (var h =
+                opened(
+                        new AugmentOperator(
+                                cases, CONFIG, TimeoutPolicy.parse("0.000001"), 2, true))) {
+            for (int i = 0; i < 4; i++) {
+                h.processElement(new SampleTask(7, 1, i, i % 3), i);
+            }
+            for (StreamRecord<UnfinishedSample> r : h.getSideOutput(AugmentOperator.SLOW)) {
+                unfinished.add(r.getValue());
+            }
+        }
+        assertThat(unfinished).hasSize(4);
+        try (var h = opened(new SlowPath(cases, CONFIG, 2, true))) {
+            for (UnfinishedSample u : unfinished) {
+                h.processElement(u, 0);
+            }
+            List<PreparedSample> done = h.extractOutputValues();
+            assertThat(done).hasSize(4).allMatch(s -> s.path() == SamplePath.SLOW);
+            for (PreparedSample s : done) {
+                Patch expected =
+                        Preparation.prepare(
+                                s.task().key(), volumes.get(s.task().caseIndex()), CONFIG);
+                assertThat(s.patch().sameContent(expected)).as("sample %s", s.task()).isTrue();
+            }
+        }
+        // Every worker closed: the job's scheduler is gone.
+        assertThat(WorkerScheduler.live(key)).isFalse();
+    }
+
     @Test
     void shouldEmitSamplesDoneInTimeOnTheMainOutput() throws Exception {
         try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
-                ProcessFunctionTestHarnesses.forProcessFunction(
-                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("60000"), 3))) {
+                opened(new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("60000"), 3))) {
             for (int i = 0; i < 12; i++) {
                 h.processElement(new SampleTask(7, 0, i, i % 3), i);
             }
@@ -70,8 +124,7 @@ class LoaderOperatorsTest {
                     throws Exception {
         List<UnfinishedSample> unfinished = new ArrayList<>();
         try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
-                ProcessFunctionTestHarnesses.forProcessFunction(
-                        new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("0.000001"), 2))) {
+                opened(new AugmentOperator(cases, CONFIG, TimeoutPolicy.parse("0.000001"), 2))) {
             for (int i = 0; i < 12; i++) {
                 h.processElement(new SampleTask(7, 0, i, i % 3), i);
             }
@@ -86,7 +139,7 @@ class LoaderOperatorsTest {
         assertThat(unfinished).allMatch(u -> !u.preparation().isDone());
 
         try (OneInputStreamOperatorTestHarness<UnfinishedSample, PreparedSample> h =
-                ProcessFunctionTestHarnesses.forProcessFunction(new SlowPath(cases, CONFIG, 2))) {
+                opened(new SlowPath(cases, CONFIG, 2))) {
             for (UnfinishedSample u : unfinished) {
                 h.processElement(u, 0);
             }
@@ -116,8 +169,7 @@ class LoaderOperatorsTest {
         BlobCases blobs = BlobCases.write(own, SHAPE, 300, 1);
         CaseTable table = blobs.table();
         try (OneInputStreamOperatorTestHarness<SampleTask, PreparedSample> h =
-                ProcessFunctionTestHarnesses.forProcessFunction(
-                        new AugmentOperator(table, CONFIG, TimeoutPolicy.parse("60000"), 1))) {
+                opened(new AugmentOperator(table, CONFIG, TimeoutPolicy.parse("60000"), 1))) {
             h.processElement(new SampleTask(7, 0, 0, 0), 0);
             assertThat(h.extractOutputValues()).hasSize(1);
             Path image = table.files(0).image();

@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import io.minato.loader.SampleRecipe;
+import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.SampleHandoff;
 import java.io.IOException;
@@ -91,7 +92,9 @@ public final class TrainerSink
         }
         try {
             // Replicas of one run attempt meet in one group; a restart gets a fresh one.
-            String group = context.getJobInfo().getJobId() + "/" + task.getAttemptNumber();
+            String group =
+                    WorkerScheduler.key(
+                            context.getJobInfo().getJobId().toString(), task.getAttemptNumber());
             return new TrainerSinkWriter(
                     device,
                     task.getNumberOfParallelSubtasks(),

@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import io.minato.loader.SampleRecipe;
+import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.gpu.GpuSampler;
@@ -68,6 +69,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     // Written under lock; volatile for metric reporters.
     private volatile DeviceCounters counters;
     private volatile int held;
+    private final WorkerScheduler.Registration scheduling;
 
     private final Counter stepsMetric;
     private final Counter fastMetric;
@@ -172,6 +174,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         monitor.registerGauges(metrics);
         gpu = GpuSampler.start(monitor, "gpu-sampler-device-" + device, GpuSampler.DEFAULT_PERIOD);
 
+        // The worker scheduler in this JVM paces the preparation by how full the queues are.
+        scheduling = WorkerScheduler.of(groupId).queue(() -> held, queueDepth);
         worker = new Thread(this::runWorker, "trainer-device-" + device);
         worker.setDaemon(true);
         worker.start();
@@ -322,6 +326,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         if (worker.isAlive()) {
             LOG.warn("Trainer of device {} did not stop within {} ms", device, CLOSE_JOIN_MILLIS);
         }
+        scheduling.close();
         gpu.close(); // never throws; the summary below then holds the final GPU statistics
         try {
             writeSummary();

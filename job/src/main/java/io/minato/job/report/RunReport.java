@@ -26,7 +26,8 @@ import java.util.Locale;
  * {@code "case_cache"} (after {@code "prep_ms"}) counts the preparations' lookups of remembered
  * per-case results: {@code hits}, {@code misses} (each miss scanned the case); null when the cache
  * was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}), null when
- * off.
+ * off. {@code "workers"} (after {@code "cpu"}) says how many preparation workers ran and whether
+ * the worker scheduler paced them ({@link Workers}).
  */
 public final class RunReport {
 
@@ -50,7 +51,15 @@ public final class RunReport {
             DjlAccelerator.Settings optimizer,
             CacheCounts caseCache,
             DataOptions.Tail tail,
-            List<MemorySampler.Sample> memory) {}
+            List<MemorySampler.Sample> memory,
+            Workers workers) {}
+
+    /**
+     * The loader's preparation workers: {@code fast} and {@code slow} (Minato's two kinds; the
+     * baselines' W + S threads count as fast), whether the worker scheduler paced them ({@code
+     * auto}), and then the mean number it let prepare at once ({@code activeMean}, else null).
+     */
+    public record Workers(int fast, int slow, boolean auto, Double activeMean) {}
 
     /** Lookups of remembered per-case results over the whole job; null in the inputs: cache off. */
     public record CacheCounts(long hits, long misses) {}
@@ -303,6 +312,20 @@ public final class RunReport {
         b.append(", \"process_cpu_s\": ")
                 .append(DeviceSummary.Json.number(in.processCpuSeconds()))
                 .append("},\n");
+        Workers w = in.workers();
+        b.append("  \"workers\": ");
+        if (w == null) {
+            b.append("null,\n");
+        } else {
+            b.append("{\"fast\": ").append(w.fast()).append(", \"slow\": ").append(w.slow());
+            b.append(", \"auto\": ").append(w.auto()).append(", \"active_mean\": ");
+            b.append(
+                            w.activeMean() == null
+                                    ? "null"
+                                    : DeviceSummary.Json.number(
+                                            Math.round(w.activeMean() * 100) / 100.0))
+                    .append("},\n");
+        }
         appendMemory(b);
         b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(boundSeconds)).append(",\n");
         appendEpochs(b);

@@ -191,7 +191,8 @@ class RunReportTest {
                         null,
                         null,
                         null,
-                        memory),
+                        memory,
+                        new RunReport.Workers(2, 2, true, 1.754)),
                 run);
     }
 }

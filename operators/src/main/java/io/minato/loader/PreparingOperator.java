@@ -1,0 +1,198 @@
+package io.minato.loader;
+
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
+import io.minato.sample.SampleTask;
+import io.minato.sample.serde.SampleTypes;
+import io.minato.transform.TransformConfig;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
+
+/**
+ * What the fast and the slow workers share: the cases, the deal to devices, a share of the handoff,
+ * the case cache's metrics, and, when the {@link WorkerScheduler} paces them, the permit to
+ * prepare.
+ *
+ * <p>A worker waiting for a permit runs its task's mail, so checkpoints go on while it waits (an
+ * idle worker never holds an unaligned barrier back). A checkpoint taken then has consumed the
+ * element in hand without its result: the element's task is operator state ("waiting"), and a
+ * restore prepares it again from the start, with the same bytes. Operators are needed for that (a
+ * ProcessFunction has no mailbox and no hook before the snapshot).
+ *
+ * @param <IN> what the worker takes: a task, or a sample left unfinished on the fast path
+ */
+abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSample>
+        implements OneInputStreamOperator<IN, PreparedSample> {
+    private static final long serialVersionUID = 1L;
+
+    /** Gauge: how many workers of this job in this TaskManager may prepare at once. */
+    public static final String ACTIVE_WORKERS = "activeWorkers";
+
+    protected final CaseTable cases;
+    protected final TransformConfig config;
+    private final int devices;
+    private final WorkerScheduler.Kind kind;
+    private final boolean scheduled;
+
+    private transient MailboxExecutor mailbox;
+    private transient WorkerScheduler scheduler;
+    private transient WorkerScheduler.Registration registration;
+    private transient SampleHandoff.Reservation handoff;
+    private transient DeviceDealer dealer;
+    private transient ListState<SampleTask> waitingState;
+    private transient SampleTask waiting;
+    private transient List<SampleTask> recovered;
+
+    /**
+     * @param devices how many devices' batchers the samples are dealt to
+     * @param scheduled whether the job's {@link WorkerScheduler} paces this worker (else it
+     *     prepares whenever it has work, and the OS shares the cores)
+     */
+    PreparingOperator(
+            CaseTable cases,
+            TransformConfig config,
+            int devices,
+            WorkerScheduler.Kind kind,
+            boolean scheduled) {
+        this.cases = cases;
+        this.config = config;
+        this.devices = devices;
+        this.kind = kind;
+        this.scheduled = scheduled;
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        waitingState =
+                context.getOperatorStateStore()
+                        .getListState(
+                                new ListStateDescriptor<>("waiting", SampleTypes.SAMPLE_TASK));
+        recovered = new ArrayList<>();
+        if (context.isRestored()) {
+            for (SampleTask task : waitingState.get()) {
+                recovered.add(task);
+            }
+        }
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        var task = getRuntimeContext().getTaskInfo();
+        dealer = new DeviceDealer(devices, task.getIndexOfThisSubtask());
+        handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
+        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), cases);
+        if (scheduled) {
+            scheduler =
+                    WorkerScheduler.of(
+                            WorkerScheduler.key(
+                                    getRuntimeContext().getJobInfo().getJobId().toString(),
+                                    task.getAttemptNumber()));
+            registration = scheduler.worker(kind);
+            // The whole task's mail, not only this operator's: the input gate's priority events
+            // (unaligned checkpoint barriers) are the task's mail, which an operator's own
+            // executor does not run.
+            mailbox =
+                    getContainingTask()
+                            .getMailboxExecutorFactory()
+                            .createExecutor(TaskMailbox.MIN_PRIORITY);
+            getMetricGroup().gauge(ACTIVE_WORKERS, (Gauge<Integer>) scheduler::active);
+        }
+        for (SampleTask waited : recovered) {
+            restart(waited);
+        }
+        recovered.clear();
+    }
+
+    @Override
+    public final void processElement(StreamRecord<IN> record) throws Exception {
+        IN element = record.getValue();
+        try {
+            process(element);
+        } catch (InternalError fault) {
+            // A fault in a mapped case file surfaces where compiled code next checks for it,
+            // possibly after the read (while emitting, say): the whole element is guarded.
+            throw cases.changedWhileRead(taskOf(element).caseIndex(), fault);
+        }
+    }
+
+    /** Prepares the element and emits the result. */
+    abstract void process(IN element) throws Exception;
+
+    /**
+     * Prepares a task taken from a checkpoint (it was waiting then) from its start, without a
+     * permit (at most one per worker).
+     */
+    abstract void restart(SampleTask task) throws Exception;
+
+    abstract SampleTask taskOf(IN element);
+
+    /** The device the next sample this worker finishes goes to. */
+    final int nextDevice() {
+        return dealer.next();
+    }
+
+    /**
+     * Waits for the scheduler's permit to prepare {@code task} (at once when not scheduled). While
+     * it waits, checkpoints may be taken, and keep the task.
+     */
+    final void acquire(SampleTask task) throws Exception {
+        if (scheduler == null) {
+            return;
+        }
+        waiting = task;
+        try {
+            scheduler.acquire(kind, mailbox::tryYield);
+        } finally {
+            waiting = null;
+        }
+    }
+
+    /** Gives the permit back, with the CPU used while holding it. */
+    final void release(long cpuNanos) {
+        if (scheduler != null) {
+            scheduler.release(cpuNanos);
+        }
+    }
+
+    /** Whether a scheduler paces this worker. */
+    final boolean paced() {
+        return scheduler != null;
+    }
+
+    /** The scheduler's mean active count; NaN when not scheduled. */
+    final double meanActiveWorkers() {
+        return scheduler == null ? Double.NaN : scheduler.meanActive();
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        waitingState.update(waiting == null ? List.of() : List.of(waiting));
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            if (registration != null) {
+                registration.close();
+            }
+            if (handoff != null) {
+                handoff.close();
+            }
+        } finally {
+            super.close();
+        }
+    }
+}

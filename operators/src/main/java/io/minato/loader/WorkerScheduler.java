@@ -1,0 +1,355 @@
+package io.minato.loader;
+
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
+
+/**
+ * MinatoLoader's worker scheduler: one per job in each TaskManager (JVM). It decides how many of
+ * the job's preparation workers, fast and slow, may prepare at once (the active workers), and which
+ * kind goes first, from the devices' batch queues and the process's CPU use.
+ *
+ * <p>Workers take a permit before they prepare (a fast worker for a whole attempt, a slow one for
+ * each step) and give it back before they emit, so a worker held back by a full queue never holds a
+ * permit. Every {@link #TICK_NANOS} the count is revised ({@link #decide}):
+ *
+ * <ul>
+ *   <li><b>hungry</b> (some device's queue has room: its accelerator waits, or is about to): one
+ *       more active worker per tick while the process leaves at least half a core idle (workers
+ *       waiting on reads, not on the CPU), one fewer while the CPU is full and more workers are
+ *       active than there are cores; fast samples first.
+ *   <li><b>fed</b> (every device's queue is full): one fewer per tick while the CPU is
+ *       oversubscribed and the workers hold more cores than the trainers and Flink leave them (a
+ *       trainer on the CPU gets its cores back); slow samples first, so the backlog drains while
+ *       the devices have work and the end of the run waits less.
+ * </ul>
+ *
+ * Without queues in this JVM (trainers in another TaskManager) the count stays at its start, {@code
+ * min(cores, workers)}, fast first. Never fewer than one active worker, never more than registered.
+ */
+public final class WorkerScheduler {
+    /** Which side of the fast/slow split a worker serves. */
+    public enum Kind {
+        FAST,
+        SLOW
+    }
+
+    /** How often the active count is revised. */
+    static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
+    /** How long a waiting worker sleeps before it looks at its mailbox again. */
+    static final long WAIT_SLICE_MILLIS = 5;
+
+    private static final Map<String, WorkerScheduler> BY_JOB = new HashMap<>();
+
+    private final String job;
+    private final int cores;
+    private final LongSupplier clock;
+    private final LongSupplier processCpu;
+
+    private final int[] registered = new int[Kind.values().length];
+    private final int[] waiting = new int[Kind.values().length];
+    private final List<Queue> queues = new ArrayList<>();
+    private int registrations;
+    private int running;
+    private int active;
+    private boolean started;
+    private boolean revised;
+
+    private long lastTick;
+    private long lastProcessCpu;
+    private long prepCpu;
+    private long lastPrepCpu;
+    private boolean hungry;
+    private boolean known;
+
+    /** Time-weighted sum of the active count, for its mean. */
+    private double activeNanos;
+
+    private long since;
+
+    WorkerScheduler(String job, int cores, LongSupplier clock, LongSupplier processCpu) {
+        if (cores < 1) {
+            throw new IllegalArgumentException("cores must be >= 1: " + cores);
+        }
+        this.job = job;
+        this.cores = cores;
+        this.clock = clock;
+        this.processCpu = processCpu;
+    }
+
+    /** The scheduler of {@code job} in this JVM, made on first use; gone when all unregister. */
+    public static WorkerScheduler of(String job) {
+        synchronized (BY_JOB) {
+            return BY_JOB.computeIfAbsent(
+                    job,
+                    j ->
+                            new WorkerScheduler(
+                                    j,
+                                    Runtime.getRuntime().availableProcessors(),
+                                    System::nanoTime,
+                                    WorkerScheduler::processCpuNanos));
+        }
+    }
+
+    /** Whether {@code job} has a scheduler in this JVM now. */
+    static boolean live(String job) {
+        synchronized (BY_JOB) {
+            return BY_JOB.containsKey(job);
+        }
+    }
+
+    private static long processCpuNanos() {
+        var os = ManagementFactory.getOperatingSystemMXBean();
+        return os instanceof com.sun.management.OperatingSystemMXBean sun
+                ? Math.max(0, sun.getProcessCpuTime())
+                : 0;
+    }
+
+    /**
+     * The name of a job's scheduler in a JVM: per attempt, so that a restarted job's workers never
+     * meet a failed attempt's.
+     */
+    public static String key(String jobId, int attempt) {
+        return jobId + "/" + attempt;
+    }
+
+    /** Something registered with a scheduler; closing it unregisters. */
+    public interface Registration extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    private record Queue(IntSupplier held, int depth) {}
+
+    /** Adds a worker of {@code kind} to those whose preparation this scheduler paces. */
+    public Registration worker(Kind kind) {
+        synchronized (this) {
+            registered[kind.ordinal()]++;
+            registrations++;
+            if (!started) {
+                started = true;
+                since = lastTick = clock.getAsLong();
+                lastProcessCpu = processCpu.getAsLong();
+            }
+            fitActive();
+        }
+        return once(
+                () -> {
+                    synchronized (this) {
+                        registered[kind.ordinal()]--;
+                        fitActive();
+                        notifyAll();
+                    }
+                });
+    }
+
+    /**
+     * Adds a device's batch queue of {@code depth} batches; {@code held} says how many it holds now
+     * (the one in training included).
+     */
+    public Registration queue(IntSupplier held, int depth) {
+        Queue q = new Queue(held, depth);
+        synchronized (this) {
+            queues.add(q);
+            registrations++;
+        }
+        return once(
+                () -> {
+                    synchronized (this) {
+                        queues.remove(q);
+                    }
+                });
+    }
+
+    /**
+     * The start, {@code min(cores, workers)}, until a tick has revised the count; after that the
+     * count only stays within one and the workers registered.
+     */
+    private void fitActive() {
+        int ceiling = Math.max(1, workers());
+        active = revised ? Math.min(active, ceiling) : Math.min(cores, ceiling);
+    }
+
+    private Registration once(Runnable undo) {
+        return new Registration() {
+            private boolean closed;
+
+            @Override
+            public void close() {
+                synchronized (WorkerScheduler.this) {
+                    if (closed) {
+                        return;
+                    }
+                    closed = true;
+                    undo.run();
+                    registrations--;
+                }
+                if (registrationsLeft() == 0) {
+                    synchronized (BY_JOB) {
+                        if (BY_JOB.get(job) == WorkerScheduler.this && registrationsLeft() == 0) {
+                            BY_JOB.remove(job);
+                        }
+                    }
+                }
+            }
+        };
+    }
+
+    private synchronized int registrationsLeft() {
+        return registrations;
+    }
+
+    private int workers() {
+        return registered[0] + registered[1];
+    }
+
+    /**
+     * Takes a permit for a worker of {@code kind} if one is free and no worker of the kind that
+     * goes first waits for it.
+     */
+    public synchronized boolean tryAcquire(Kind kind) {
+        tick();
+        Kind first = hungry || !known ? Kind.FAST : Kind.SLOW;
+        if (running < active && (kind == first || waiting[first.ordinal()] == 0)) {
+            running++;
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Gives a permit back, with the CPU the worker used while holding it (the preparation's share
+     * of the process's CPU).
+     */
+    public synchronized void release(long cpuNanos) {
+        if (running <= 0) {
+            throw new IllegalStateException("release without a permit");
+        }
+        running--;
+        prepCpu += Math.max(0, cpuNanos);
+        notifyAll();
+    }
+
+    /**
+     * Waits for a permit, calling {@code between} every few milliseconds until one is free: a
+     * worker passes a yield to its task's mailbox there, so that checkpoint barriers and other mail
+     * go on while it waits.
+     */
+    public void acquire(Kind kind, Between between) throws Exception {
+        if (tryAcquire(kind)) {
+            return;
+        }
+        synchronized (this) {
+            waiting[kind.ordinal()]++;
+        }
+        try {
+            while (!tryAcquire(kind)) {
+                if (!between.yielded()) {
+                    synchronized (this) {
+                        wait(WAIT_SLICE_MILLIS);
+                    }
+                }
+            }
+        } finally {
+            synchronized (this) {
+                waiting[kind.ordinal()]--;
+                notifyAll();
+            }
+        }
+    }
+
+    /** What a waiting worker does between looks at the permits. */
+    @FunctionalInterface
+    public interface Between {
+        /** Runs other work of the worker's task if there is some; whether there was. */
+        boolean yielded() throws Exception;
+    }
+
+    /** How many workers hold a permit now. */
+    public synchronized int running() {
+        return running;
+    }
+
+    /** How many workers may prepare at once now (0 before the first worker registers). */
+    public synchronized int active() {
+        return active;
+    }
+
+    /** The active count's mean over time since the first worker registered. */
+    public synchronized double meanActive() {
+        tick();
+        long elapsed = lastTick - since;
+        return elapsed <= 0 ? active : activeNanos / elapsed;
+    }
+
+    private void tick() {
+        long now = clock.getAsLong();
+        long elapsed = now - lastTick;
+        if (!started || elapsed < TICK_NANOS) {
+            return;
+        }
+        long cpu = processCpu.getAsLong();
+        double busyCores = (double) (cpu - lastProcessCpu) / elapsed;
+        double prepCores = (double) (prepCpu - lastPrepCpu) / elapsed;
+        activeNanos += (double) active * elapsed;
+        lastTick = now;
+        lastProcessCpu = cpu;
+        lastPrepCpu = prepCpu;
+        known = !queues.isEmpty();
+        hungry = false;
+        for (Queue q : queues) {
+            if (q.held().getAsInt() < q.depth()) {
+                hungry = true;
+                break;
+            }
+        }
+        if (known) {
+            revised = true;
+            int next = decide(active, workers(), cores, hungry, busyCores, prepCores);
+            if (next != active) {
+                active = next;
+                notifyAll();
+            }
+        }
+    }
+
+    /**
+     * The next active count.
+     *
+     * @param active the count now
+     * @param workers workers registered (the ceiling)
+     * @param cores the machine's cores
+     * @param hungry whether some device's queue has room
+     * @param busyCores the process's CPU use over the last tick, in cores
+     * @param prepCores the part of it the workers used preparing samples
+     */
+    static int decide(
+            int active,
+            int workers,
+            int cores,
+            boolean hungry,
+            double busyCores,
+            double prepCores) {
+        int next = active;
+        boolean cpuFull = busyCores >= cores - 0.25;
+        if (hungry) {
+            if (busyCores < cores - 0.5) {
+                next = active + 1;
+            } else if (cpuFull && active > cores) {
+                next = active - 1;
+            }
+        } else {
+            double others = Math.max(0, busyCores - prepCores);
+            if (cpuFull && active > Math.max(1, Math.round(cores - others))) {
+                next = active - 1;
+            }
+        }
+        return Math.max(1, Math.min(next, Math.max(1, workers)));
+    }
+}
