@@ -22,7 +22,9 @@ import java.util.function.LongSupplier;
  *   <li><b>hungry</b> (some device's queue has room: its accelerator waits, or is about to): one
  *       more active worker per tick while the process leaves at least half a core idle (workers
  *       waiting on reads, not on the CPU), one fewer while the CPU is full and more workers are
- *       active than there are cores; fast samples first.
+ *       active than there are cores; fast samples first while the CPU has room, slow ones first
+ *       once it is full (the run is then bound by the CPU, and the longest work started first ends
+ *       it soonest: fast samples first had left the slow ones for its end).
  *   <li><b>fed</b> (every device's queue is full): one fewer per tick while the CPU is
  *       oversubscribed and the workers hold more cores than the trainers and Flink leave them (a
  *       trainer on the CPU gets its cores back); slow samples first, so the backlog drains while
@@ -41,6 +43,9 @@ public final class WorkerScheduler {
 
     /** How often the active count is revised. */
     static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
+    /** The CPU counts as full within this many cores of all of them. */
+    static final double CPU_FULL_MARGIN = 0.25;
 
     /** How long a waiting worker sleeps before it looks at its mailbox again. */
     static final long WAIT_SLICE_MILLIS = 5;
@@ -66,6 +71,7 @@ public final class WorkerScheduler {
     private long prepCpu;
     private long lastPrepCpu;
     private boolean hungry;
+    private boolean cpuFull;
     private boolean known;
 
     /** Time-weighted sum of the active count, for its mean. */
@@ -215,7 +221,7 @@ public final class WorkerScheduler {
      */
     public synchronized boolean tryAcquire(Kind kind) {
         tick();
-        Kind first = hungry || !known ? Kind.FAST : Kind.SLOW;
+        Kind first = (hungry && !cpuFull) || !known ? Kind.FAST : Kind.SLOW;
         if (running < active && (kind == first || waiting[first.ordinal()] == 0)) {
             running++;
             return true;
@@ -249,11 +255,20 @@ public final class WorkerScheduler {
             waiting[kind.ordinal()]++;
         }
         try {
-            while (!tryAcquire(kind)) {
-                if (!between.yielded()) {
-                    synchronized (this) {
-                        wait(WAIT_SLICE_MILLIS);
+            while (true) {
+                if (between.yielded()) {
+                    if (tryAcquire(kind)) {
+                        return;
                     }
+                    continue;
+                }
+                // Looked at and waited for under one lock: a release in between is not missed
+                // (a missed one cost a whole slice, half a fast sample's preparation).
+                synchronized (this) {
+                    if (tryAcquire(kind)) {
+                        return;
+                    }
+                    wait(WAIT_SLICE_MILLIS);
                 }
             }
         } finally {
@@ -302,6 +317,7 @@ public final class WorkerScheduler {
         lastProcessCpu = cpu;
         lastPrepCpu = prepCpu;
         known = !queues.isEmpty();
+        cpuFull = busyCores >= cores - CPU_FULL_MARGIN;
         hungry = false;
         for (Queue q : queues) {
             if (q.held().getAsInt() < q.depth()) {
@@ -337,7 +353,7 @@ public final class WorkerScheduler {
             double busyCores,
             double prepCores) {
         int next = active;
-        boolean cpuFull = busyCores >= cores - 0.25;
+        boolean cpuFull = busyCores >= cores - CPU_FULL_MARGIN;
         if (hungry) {
             if (busyCores < cores - 0.5) {
                 next = active + 1;
@@ -346,7 +362,9 @@ public final class WorkerScheduler {
             }
         } else {
             double others = Math.max(0, busyCores - prepCores);
-            if (cpuFull && active > Math.max(1, Math.round(cores - others))) {
+            // The cores the trainers and Flink leave, a partly used one counted as free: Flink's
+            // own share of a fraction of a core takes no worker away, a trainer's cores do.
+            if (cpuFull && active > Math.max(1, (int) Math.ceil(cores - others - 1e-9))) {
                 next = active - 1;
             }
         }

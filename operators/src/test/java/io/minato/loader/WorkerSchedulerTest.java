@@ -46,8 +46,11 @@ class WorkerSchedulerTest {
         assertThat(WorkerScheduler.decide(3, 4, 2, false, 2.0, 0.4)).isEqualTo(2);
         assertThat(WorkerScheduler.decide(2, 4, 2, false, 2.0, 0.4)).isEqualTo(1);
         assertThat(WorkerScheduler.decide(1, 4, 2, false, 2.0, 0.4)).isEqualTo(1); // never 0
-        // The workers themselves fill the CPU (a simulated accelerator): they keep the cores.
+        // The workers themselves fill the CPU (a simulated accelerator): they keep the cores,
+        // also when Flink's own work takes a part of one.
         assertThat(WorkerScheduler.decide(2, 4, 2, false, 2.0, 1.8)).isEqualTo(2);
+        assertThat(WorkerScheduler.decide(2, 4, 2, false, 2.0, 1.3)).isEqualTo(2);
+        assertThat(WorkerScheduler.decide(3, 4, 2, false, 2.0, 1.3)).isEqualTo(2);
         // CPU to spare: nothing to give back.
         assertThat(WorkerScheduler.decide(3, 4, 2, false, 1.2, 0.2)).isEqualTo(3);
     }
@@ -131,7 +134,7 @@ class WorkerSchedulerTest {
         s.worker(Kind.FAST);
         s.worker(Kind.SLOW);
         s.queue(held::get, 2);
-        tick(1.0); // hungry, CPU full: one permit, fast first
+        tick(0.5); // hungry, CPU with room: one permit, fast first
         assertThat(s.tryAcquire(Kind.SLOW)).isTrue(); // nobody waits: the slow one may take it
         CountDownLatch waiting = new CountDownLatch(1);
         AtomicBoolean got = new AtomicBoolean();
@@ -163,12 +166,22 @@ class WorkerSchedulerTest {
 
     @Test
     void shouldServeAWaitingSlowWorkerFirstWhileEveryDeviceIsFed() throws Exception {
+        slowFirst(2); // fed
+    }
+
+    @Test
+    void shouldServeAWaitingSlowWorkerFirstWhenTheCpuIsFullThoughADeviceRunsShort()
+            throws Exception {
+        slowFirst(0); // bound by the CPU: the longest work first
+    }
+
+    private void slowFirst(int batchesHeld) throws Exception {
         WorkerScheduler s = scheduler(1);
-        AtomicInteger held = new AtomicInteger(2);
+        AtomicInteger held = new AtomicInteger(batchesHeld);
         s.worker(Kind.FAST);
         s.worker(Kind.SLOW);
         s.queue(held::get, 2);
-        tick(1.0); // fed
+        tick(1.0);
         assertThat(s.tryAcquire(Kind.FAST)).isTrue();
         CountDownLatch waiting = new CountDownLatch(1);
         Thread slow =
