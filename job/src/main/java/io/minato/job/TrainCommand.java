@@ -654,7 +654,7 @@ public final class TrainCommand implements Callable<Integer> {
                             String.format(
                                     Locale.ROOT,
                                     "progress: epoch %d/%d, %d/%d samples (%d %%), %.1f/s,"
-                                            + " accelerator busy %.0f %%, %d slow, ETA %s",
+                                            + " accelerator busy %.0f %%, %d slow,%s ETA %s",
                                     Math.min(epochs, t.samples() / cases + 1),
                                     epochs,
                                     t.samples(),
@@ -663,6 +663,13 @@ public final class TrainCommand implements Callable<Integer> {
                                     rate,
                                     100 * busy,
                                     t.slow(),
+                                    t.scheduledWorkers() == 0
+                                            ? ""
+                                            : " "
+                                                    + t.activeWorkers()
+                                                    + " of "
+                                                    + t.scheduledWorkers()
+                                                    + " workers active,",
                                     rate > 0
                                             ? Math.round((total - t.samples()) / rate) + " s"
                                             : "-");

@@ -220,8 +220,11 @@ class MainTest {
                                 l.matches(
                                         "progress: epoch \\d+/30, \\d+/150 samples \\(\\d+ %\\),"
                                                 + " [0-9.]+/s, accelerator busy \\d+ %, \\d+ slow,"
+                                                + "( \\d+ of \\d+ workers active,)?"
                                                 + " ETA (\\d+ s|-)"),
-                        "a progress line");
+                        "a progress line")
+                // While the workers run, the scheduler's count (--workers auto, the default).
+                .anyMatch(l -> l.matches(".* \\d+ of \\d+ workers active, ETA .*"));
 
         List<String> without = new java.util.ArrayList<>(args);
         without.addAll(

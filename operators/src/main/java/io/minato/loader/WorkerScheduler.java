@@ -211,7 +211,8 @@ public final class WorkerScheduler {
         return registrations;
     }
 
-    private int workers() {
+    /** The workers this scheduler paces now. */
+    public synchronized int workers() {
         return registered[0] + registered[1];
     }
 

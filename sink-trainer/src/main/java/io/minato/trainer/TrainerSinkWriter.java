@@ -141,9 +141,6 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             queue.addAll(restored.queued());
         }
         this.held = queue.size();
-        if (outputDir != null) {
-            TrainingProgress.of(outputDir).register(device, this::counters);
-        }
         this.trace =
                 traceDir == null
                         ? null
@@ -175,7 +172,11 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         gpu = GpuSampler.start(monitor, "gpu-sampler-device-" + device, GpuSampler.DEFAULT_PERIOD);
 
         // The worker scheduler in this JVM paces the preparation by how full the queues are.
-        scheduling = WorkerScheduler.of(groupId).queue(() -> held, queueDepth);
+        WorkerScheduler scheduler = WorkerScheduler.of(groupId);
+        scheduling = scheduler.queue(() -> held, queueDepth);
+        if (outputDir != null) {
+            TrainingProgress.of(outputDir).register(device, this::counters, scheduler);
+        }
         worker = new Thread(this::runWorker, "trainer-device-" + device);
         worker.setDaemon(true);
         worker.start();

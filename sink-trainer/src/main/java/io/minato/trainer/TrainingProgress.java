@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.loader.WorkerScheduler;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -16,6 +17,10 @@ public final class TrainingProgress {
     // A restarted device's new trainer replaces the old one.
     private final Map<Integer, Supplier<DeviceCounters>> devices = new ConcurrentHashMap<>();
 
+    // The worker scheduler of the run's job in this JVM (how many workers prepare at once, of how
+    // many), as its trainers last registered it; null before one did.
+    private volatile WorkerScheduler scheduler;
+
     private TrainingProgress() {}
 
     /** The progress of the run writing to {@code outputDir}. */
@@ -29,11 +34,15 @@ public final class TrainingProgress {
         RUNS.remove(outputDir.toAbsolutePath().normalize().toString());
     }
 
-    void register(int device, Supplier<DeviceCounters> counters) {
+    void register(int device, Supplier<DeviceCounters> counters, WorkerScheduler workers) {
         devices.put(device, counters);
+        scheduler = workers;
     }
 
-    /** The devices' counters summed: steps, samples, fast, slow and busy time. */
+    /**
+     * The devices' counters summed: steps, samples, fast, slow and busy time; and the workers the
+     * scheduler lets prepare at once, of those it paces (both 0 when it paces none).
+     */
     public Totals totals() {
         long steps = 0;
         long fast = 0;
@@ -46,11 +55,19 @@ public final class TrainingProgress {
             slow += c.slow();
             busy += c.busyNanos();
         }
-        return new Totals(steps, fast, slow, busy);
+        WorkerScheduler w = scheduler;
+        int workers = w == null ? 0 : w.workers();
+        return new Totals(steps, fast, slow, busy, workers == 0 ? 0 : w.active(), workers);
     }
 
     /** Sums over the devices that reported. */
-    public record Totals(long steps, long fast, long slow, long busyNanos) {
+    public record Totals(
+            long steps,
+            long fast,
+            long slow,
+            long busyNanos,
+            int activeWorkers,
+            int scheduledWorkers) {
         public long samples() {
             return fast + slow;
         }
