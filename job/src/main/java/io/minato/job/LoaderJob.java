@@ -60,34 +60,7 @@ public final class LoaderJob {
             int fastWorkers,
             int slowWorkers,
             TimeoutPolicy timeout,
-            boolean scheduled) {
-
-        /** Settings whose workers are not paced by the {@link WorkerScheduler}. */
-        public Settings(
-                Loader loader,
-                CaseTable cases,
-                TransformConfig transforms,
-                int epochs,
-                long seed,
-                int batch,
-                int devices,
-                int fastWorkers,
-                int slowWorkers,
-                TimeoutPolicy timeout) {
-            this(
-                    loader,
-                    cases,
-                    transforms,
-                    epochs,
-                    seed,
-                    batch,
-                    devices,
-                    fastWorkers,
-                    slowWorkers,
-                    timeout,
-                    false);
-        }
-    }
+            boolean scheduled) {}
 
     /**
      * Samples cross operators as identities of a few dozen bytes while their patches wait in the

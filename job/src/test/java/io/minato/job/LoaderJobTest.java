@@ -481,10 +481,6 @@ class LoaderJobTest {
     }
 
     /**
-     * Device 0 fails once, on a step after two of its checkpoints (unless told not to); steps sleep
-     * 25 ms. Every trained sample's bytes are recorded in {@link #PATCHES}.
-     */
-    /**
      * A simulated step that records each sample's bytes; its checkpoint fails once, after three
      * checkpoints taken while the test held every permit (device 0's snapshot throws), which fails
      * the job over to the last of them.
@@ -545,6 +541,10 @@ class LoaderJobTest {
         }
     }
 
+    /**
+     * Device 0 fails once, on a step after two of its checkpoints (unless told not to); steps sleep
+     * 25 ms. Every trained sample's bytes are recorded in {@link #PATCHES}.
+     */
     static final class FailOnceAfterCheckpoints implements AcceleratorFactory {
         private static final long serialVersionUID = 1L;
         private final boolean fail;

@@ -87,7 +87,8 @@ class RealTrainingRecoveryTest {
                         devices,
                         2,
                         1,
-                        TimeoutPolicy.parse("auto"));
+                        TimeoutPolicy.parse("auto"),
+                        false);
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(

@@ -103,7 +103,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
         attempt(task, false);
     }
 
-    private void attempt(SampleTask task, boolean permitted) throws Exception {
+    private void attempt(SampleTask task, boolean paced) throws Exception {
         long start = System.nanoTime();
         long cpu0 = CpuClock.threadNanos();
         long budget = timeout.timeoutNanos();
@@ -119,7 +119,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
             }
         } finally {
             cpu = CpuClock.threadNanos() - cpu0;
-            if (permitted) {
+            if (paced) {
                 release(cpu);
             }
         }

@@ -288,7 +288,7 @@ public final class WorkerScheduler {
     }
 
     /** How many workers hold a permit now. */
-    public synchronized int running() {
+    synchronized int running() {
         return running;
     }
 

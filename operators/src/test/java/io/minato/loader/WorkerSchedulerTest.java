@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.minato.loader.WorkerScheduler.Kind;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -136,30 +135,12 @@ class WorkerSchedulerTest {
         s.queue(held::get, 2);
         tick(0.5); // hungry, CPU with room: one permit, fast first
         assertThat(s.tryAcquire(Kind.SLOW)).isTrue(); // nobody waits: the slow one may take it
-        CountDownLatch waiting = new CountDownLatch(1);
-        AtomicBoolean got = new AtomicBoolean();
-        Thread fast =
-                new Thread(
-                        () -> {
-                            try {
-                                s.acquire(
-                                        Kind.FAST,
-                                        () -> {
-                                            waiting.countDown();
-                                            return false;
-                                        });
-                                got.set(true);
-                            } catch (Exception e) {
-                                throw new AssertionError(e);
-                            }
-                        });
-        fast.start();
-        assertThat(waiting.await(5, TimeUnit.SECONDS)).isTrue();
+        Thread fast = waitingFor(s, Kind.FAST);
         s.release(0);
         // The slow worker asks again at once, but the fast one waits: it goes first.
         assertThat(s.tryAcquire(Kind.SLOW)).isFalse();
         fast.join(5000);
-        assertThat(got).isTrue();
+        assertThat(fast.isAlive()).isFalse();
         assertThat(s.running()).isEqualTo(1);
         s.release(0);
     }
@@ -183,23 +164,7 @@ class WorkerSchedulerTest {
         s.queue(held::get, 2);
         tick(1.0);
         assertThat(s.tryAcquire(Kind.FAST)).isTrue();
-        CountDownLatch waiting = new CountDownLatch(1);
-        Thread slow =
-                new Thread(
-                        () -> {
-                            try {
-                                s.acquire(
-                                        Kind.SLOW,
-                                        () -> {
-                                            waiting.countDown();
-                                            return false;
-                                        });
-                            } catch (Exception e) {
-                                throw new AssertionError(e);
-                            }
-                        });
-        slow.start();
-        assertThat(waiting.await(5, TimeUnit.SECONDS)).isTrue();
+        Thread slow = waitingFor(s, Kind.SLOW);
         s.release(0);
         assertThat(s.tryAcquire(Kind.FAST)).isFalse();
         slow.join(5000);
@@ -214,21 +179,8 @@ class WorkerSchedulerTest {
         s.worker(Kind.FAST);
         assertThat(s.tryAcquire(Kind.FAST)).isTrue();
         AtomicInteger mails = new AtomicInteger();
-        Thread other =
-                new Thread(
-                        () -> {
-                            try {
-                                s.acquire(
-                                        Kind.FAST,
-                                        () -> {
-                                            // A checkpoint's mail, say: run while waiting.
-                                            return mails.incrementAndGet() <= 3;
-                                        });
-                            } catch (Exception e) {
-                                throw new AssertionError(e);
-                            }
-                        });
-        other.start();
+        // A checkpoint's mail, say: run while waiting.
+        Thread other = acquiring(s, Kind.FAST, () -> mails.incrementAndGet() <= 3);
         while (mails.get() < 5) {
             Thread.sleep(1);
         }
@@ -237,6 +189,36 @@ class WorkerSchedulerTest {
         assertThat(other.isAlive()).isFalse();
         assertThat(mails.get()).isGreaterThanOrEqualTo(5);
         s.release(0);
+    }
+
+    /** A thread that acquires a permit for {@code kind}, calling {@code between} as it waits. */
+    private static Thread acquiring(WorkerScheduler s, Kind kind, WorkerScheduler.Between between) {
+        Thread t =
+                new Thread(
+                        () -> {
+                            try {
+                                s.acquire(kind, between);
+                            } catch (Exception e) {
+                                throw new AssertionError(e);
+                            }
+                        });
+        t.start();
+        return t;
+    }
+
+    /** A thread that waits for a permit for {@code kind}, once it waits. */
+    private static Thread waitingFor(WorkerScheduler s, Kind kind) throws InterruptedException {
+        CountDownLatch waiting = new CountDownLatch(1);
+        Thread t =
+                acquiring(
+                        s,
+                        kind,
+                        () -> {
+                            waiting.countDown();
+                            return false;
+                        });
+        assertThat(waiting.await(5, TimeUnit.SECONDS)).isTrue();
+        return t;
     }
 
     @Test
