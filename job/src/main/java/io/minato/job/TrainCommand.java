@@ -442,6 +442,7 @@ public final class TrainCommand implements Callable<Integer> {
         long processCpu = processCpuNanos() - cpu0;
         RunArgs.finished(run);
         Long firstRequest = result.getAccumulatorResult(SampleSource.FIRST_REQUEST_MILLIS);
+        boolean requested = firstRequest != null && firstRequest != Long.MAX_VALUE;
 
         Evaluation.Dice dice = null;
         if (acceleratorFactory instanceof DjlAccelerator.Factory && !cases.held().isEmpty()) {
@@ -471,9 +472,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 train.size(),
                                 cases.eval(),
                                 cases.quarantined(),
-                                firstRequest != null && firstRequest != Long.MAX_VALUE
-                                        ? firstRequest
-                                        : start,
+                                requested ? firstRequest : start,
+                                requested ? ManagementFactory.getRuntimeMXBean().getStartTime() : 0,
                                 Runtime.getRuntime().availableProcessors(),
                                 processCpu / 1e9,
                                 timeoutMillis(result, timeoutPolicy),

@@ -366,6 +366,7 @@ class LoaderJobTest {
                         2,
                         0,
                         start,
+                        0,
                         2,
                         1.0,
                         null,

@@ -44,6 +44,7 @@ public final class RunReport {
             int evalCases,
             int quarantined,
             long firstRequestMillis,
+            long processStartMillis,
             int cores,
             double processCpuSeconds,
             Double timeoutMs,
@@ -214,6 +215,19 @@ public final class RunReport {
      * without a reading after the first epoch): peaks over the first epoch and over the run, in all
      * and anonymous (heap, native buffers, model) apart from the mapped data set's pages.
      */
+    /**
+     * From this process's start to its first sample request: what a user waits for after the
+     * command (JVM, checks, Flink's start-up, the job's deployment); null when either is unknown.
+     */
+    private String startSeconds() {
+        long jvm = in.processStartMillis();
+        long first = in.firstRequestMillis();
+        if (jvm <= 0 || first < jvm) {
+            return "null";
+        }
+        return DeviceSummary.Json.number((first - jvm) / 1000.0);
+    }
+
     private void appendMemory(StringBuilder b) {
         b.append("  \"memory\": ");
         if (memory == null) {
@@ -260,6 +274,7 @@ public final class RunReport {
                 .append(in.trainCases());
         b.append(", \"eval\": ").append(in.evalCases()).append("},\n");
         b.append("  \"wall_s\": ").append(DeviceSummary.Json.number(wallSeconds)).append(",\n");
+        b.append("  \"start_s\": ").append(startSeconds()).append(",\n");
         b.append("  \"steps\": ").append(steps).append(",\n");
         b.append("  \"samples\": {\"delivered\": ")
                 .append(delivered)

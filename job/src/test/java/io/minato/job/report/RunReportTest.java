@@ -103,6 +103,16 @@ class RunReportTest {
     }
 
     @Test
+    void shouldCountTheStartFromTheProcessStartToTheFirstRequestAndNullWhenUnknown()
+            throws IOException {
+        DeviceSummary.of(0, "cpu", counters(2_000, 4), null).write(run);
+
+        assertThat(report(1, 2).toJson()).contains("  \"start_s\": 0.4,\n");
+        assertThat(report(1, 2, null, 0).toJson()).contains("  \"start_s\": null,\n");
+        assertThat(report(1, 2, null, 900).toJson()).contains("  \"start_s\": null,\n");
+    }
+
+    @Test
     void shouldLeaveLaterEpochsNullForOneEpochAndBothNullWithoutAFirstEpochStep()
             throws IOException {
         DeviceSummary.of(0, "cpu", counters(4_000, 6), null).write(run);
@@ -171,6 +181,12 @@ class RunReportTest {
 
     private RunReport report(int devices, int epochs, List<MemorySampler.Sample> memory)
             throws IOException {
+        return report(devices, epochs, memory, 100);
+    }
+
+    private RunReport report(
+            int devices, int epochs, List<MemorySampler.Sample> memory, long processStart)
+            throws IOException {
         return RunReport.build(
                 new RunReport.Inputs(
                         "minato",
@@ -184,6 +200,7 @@ class RunReportTest {
                         2,
                         0,
                         500,
+                        processStart,
                         2,
                         1.0,
                         null,
