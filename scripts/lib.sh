@@ -15,6 +15,9 @@ minato_build_if_needed() {
     stale=yes
   elif [ -n "$(find "$root" -path "$root/.git" -prune -o \( -name '*.java' -o -name pom.xml -o -path '*/src/main/resources/*' \) -newer "$jar" -print -quit)" ]; then
     stale=yes
+  elif [ -n "$(find "$root" -path "$root/.git" -prune -o -name pom.xml -newer "$root/job/target/run-classpath.txt" -print -quit)" ]; then
+    # A dependency changed since the classpath was written (the jar may be newer: mvn install).
+    stale=yes
   fi
   if [ -n "$stale" ]; then
     echo "building minato-flink (mvn install -DskipTests; log in target/build.log) ..." >&2

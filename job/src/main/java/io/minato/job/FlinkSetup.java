@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
@@ -87,13 +88,18 @@ public final class FlinkSetup {
 
     /**
      * The environment: the cluster's when submitted with {@code flink run}, else an embedded
-     * MiniCluster with enough slots and, if asked, the web UI on {@code restPort}, keeping its
-     * temporary files (RocksDB's working folders, Flink's RPC jar) in {@code tmpDir}. Without the
-     * web UI the MiniCluster's REST endpoint (which it always starts) takes a free port, so that
-     * runs side by side never collide.
+     * MiniCluster with enough slots and, if asked, the web UI on {@code restPort} and Prometheus
+     * metrics on {@code metricsPort} (null: none), keeping its temporary files (RocksDB's working
+     * folders, Flink's RPC jar) in {@code tmpDir}. Without the web UI the MiniCluster's REST
+     * endpoint (which it always starts) takes a free port, so that runs side by side never collide.
      */
     public static StreamExecutionEnvironment environment(
-            Configuration job, int slots, boolean webUi, int restPort, Path tmpDir) {
+            Configuration job,
+            int slots,
+            boolean webUi,
+            int restPort,
+            Integer metricsPort,
+            Path tmpDir) {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(job);
         if (!(env instanceof LocalStreamEnvironment)) {
             return env; // inside `flink run`: the cluster's environment
@@ -110,6 +116,14 @@ public final class FlinkSetup {
         local.setString("taskmanager.bind-host", "localhost");
         local.setString("web.access-control-allow-origin", "http://localhost:" + restPort);
         local.setString("io.tmp.dirs", tmpDir.toAbsolutePath().toString());
+        if (metricsPort != null) {
+            // Prometheus scrapes http://localhost:PORT/metrics; loopback only, as the rest.
+            local.setString(
+                    "metrics.reporter.prom.factory.class",
+                    LoopbackPrometheusReporterFactory.class.getName());
+            local.setString("metrics.reporter.prom.host", "localhost");
+            local.setString("metrics.reporter.prom.port", Integer.toString(metricsPort));
+        }
         // Samples cross operators as identities (SampleHandoff); whole patches travel only when
         // the handoff is full. 1 MiB segments keep such a record from crawling through
         // credit-based flow control a few segments at a time; 128 MiB is enough for them (512
@@ -145,15 +159,25 @@ public final class FlinkSetup {
      * @throws IllegalArgumentException saying so
      */
     static void requireFree(int port) {
+        requireFree(
+                port,
+                "port "
+                        + port
+                        + " on localhost is taken (another run's web UI?): give --rest-port N"
+                        + " for another port, or --no-web-ui");
+    }
+
+    /**
+     * Fails with {@code message} when something already listens on localhost:{@code port}.
+     *
+     * @throws IllegalArgumentException saying so
+     */
+    static void requireFree(int port, String message) {
         try (ServerSocket probe = new ServerSocket()) {
             probe.setReuseAddress(true);
             probe.bind(new InetSocketAddress("localhost", port));
         } catch (IOException e) {
-            throw new IllegalArgumentException(
-                    "port "
-                            + port
-                            + " on localhost is taken (another run's web UI?): give --rest-port N"
-                            + " for another port, or --no-web-ui");
+            throw new IllegalArgumentException(message);
         }
     }
 }

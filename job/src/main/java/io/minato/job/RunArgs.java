@@ -37,6 +37,7 @@ final class RunArgs {
                     "--web-ui",
                     "--no-web-ui",
                     "--rest-port",
+                    "--metrics-port",
                     "--timeout",
                     "--queue-depth",
                     "--checkpoint-interval",

@@ -227,13 +227,23 @@ public final class TrainCommand implements Callable<Integer> {
     int restPort = 8081;
 
     @Option(
+            names = "--metrics-port",
+            paramLabel = "PORT",
+            description =
+                    "Serve the run's metrics (Flink's and the loader's) for Prometheus on"
+                            + " http://localhost:PORT/metrics; 0 picks a free port, shown on the"
+                            + " start line (default: none).")
+    Integer metricsPort;
+
+    @Option(
             names = "--resume",
             paramLabel = "RUN_DIR",
             description =
                     "Continue the run in RUN_DIR (killed, failed or stopped) from its latest complete"
                             + " checkpoint, with the options it was started with. Beside it only"
                             + " options that do not change what is trained may be given anew"
-                            + " (--report, --trace, --[no-]web-ui, --rest-port, --timeout,"
+                            + " (--report, --trace, --[no-]web-ui, --rest-port, --metrics-port,"
+                            + " --timeout,"
                             + " --queue-depth, --checkpoint-interval, the case cache's); any other"
                             + " must repeat the run's value.")
     Path resume;
@@ -333,6 +343,25 @@ public final class TrainCommand implements Callable<Integer> {
                 restPort = restPort == 0 ? FlinkSetup.freePort() : restPort;
                 FlinkSetup.requireFree(restPort);
             }
+            if (metricsPort != null) {
+                if (!embedded) {
+                    throw new IllegalArgumentException(
+                            "--metrics-port serves the embedded run's metrics; a cluster reports"
+                                    + " through the metrics.reporter.* keys of its config.yaml"
+                                    + " (see flink-conf/config.yaml)");
+                }
+                if (metricsPort < 0 || metricsPort > 65535) {
+                    throw new IllegalArgumentException(
+                            "--metrics-port must be a port (0-65535), not " + metricsPort);
+                }
+                metricsPort = metricsPort == 0 ? FlinkSetup.freePort() : metricsPort;
+                FlinkSetup.requireFree(
+                        metricsPort,
+                        "port "
+                                + metricsPort
+                                + " on localhost is taken: give --metrics-port N for another"
+                                + " port, or 0 for a free one");
+            }
             // Before any sample: a report or trace that cannot be written is lost after the run.
             if (report != null) {
                 OutputPaths.requireWritableFile("--report", report);
@@ -391,13 +420,13 @@ public final class TrainCommand implements Callable<Integer> {
             job.setString("execution.state-recovery.path", restoreFrom.toAbsolutePath().toString());
         }
         StreamExecutionEnvironment env =
-                FlinkSetup.environment(job, slots, webUi, restPort, flinkTmp);
+                FlinkSetup.environment(job, slots, webUi, restPort, metricsPort, flinkTmp);
         new LoaderJob(settings, sink).build(env);
 
         err.printf(
                 Locale.ROOT,
                 "training: %s loader, %d cases (%d held out, %d quarantined) x %d epochs, patch %d^3, batch %d x %d %s"
-                        + " device(s), accelerator %s, %s workers, run dir %s%s%n",
+                        + " device(s), accelerator %s, %s workers, run dir %s%s%s%n",
                 loader,
                 train.size(),
                 cases.eval(),
@@ -410,7 +439,10 @@ public final class TrainCommand implements Callable<Integer> {
                 accelerator,
                 scheduled ? "auto (" + fast + " + " + slow + ")" : Integer.toString(fast),
                 run,
-                webUi ? ", web UI on http://localhost:" + restPort : "");
+                webUi ? ", web UI on http://localhost:" + restPort : "",
+                metricsPort != null
+                        ? ", metrics on http://localhost:" + metricsPort + "/metrics"
+                        : "");
         err.flush();
         long cpu0 = processCpuNanos();
         long start = System.currentTimeMillis();

@@ -5,10 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.minato.job.generate.KitsLikeGenerator;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -257,11 +265,105 @@ class MainTest {
             {"--queue-depth", "0", "--queue-depth must be >= 1, not 0"},
             {"--checkpoint-interval", "5", "--checkpoint-interval must be >= 10, not 5"},
             {"--progress-interval", "-1", "--progress-interval must be >= 0, not -1"},
+            {"--metrics-port", "70000", "--metrics-port must be a port (0-65535), not 70000"},
         };
         for (String[] c : cases) {
             Run run = run("train", "--data", data.toString(), c[0], c[1], "--no-web-ui");
             assertThat(run.status).as(c[0]).isEqualTo(2);
             assertThat(run.err.lines().findFirst().orElse("")).as(c[0]).contains(c[2]);
+        }
+    }
+
+    @Test
+    void shouldServeTheLoadersMetricsToPrometheusOnLoopbackWhileTraining(@TempDir Path dir)
+            throws Exception {
+        int port;
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = free.getLocalPort();
+        }
+        CompletableFuture<Run> training =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                run(
+                                        "train",
+                                        "--data",
+                                        data.toString(),
+                                        "--patch",
+                                        "16",
+                                        "--epochs",
+                                        "40",
+                                        "--accelerator",
+                                        "simulated:30",
+                                        "--no-web-ui",
+                                        "--progress-interval",
+                                        "0",
+                                        "--metrics-port",
+                                        Integer.toString(port),
+                                        "--run-dir",
+                                        dir.resolve("run").toString()));
+        // The loader's own metrics, as Prometheus names them, once the tasks run.
+        List<String> ours =
+                List.of(
+                        "samplesFast",
+                        "samplesSlow",
+                        "timeoutMs",
+                        "activeWorkers",
+                        "queueDepth",
+                        "busyMillis",
+                        "steps");
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        String scraped = "";
+        List<String> listening = List.of();
+        while (!training.isDone() && !ours.stream().allMatch(scraped::contains)) {
+            try {
+                scraped =
+                        http.send(
+                                        HttpRequest.newBuilder(
+                                                        URI.create(
+                                                                "http://localhost:"
+                                                                        + port
+                                                                        + "/metrics"))
+                                                .GET()
+                                                .build(),
+                                        HttpResponse.BodyHandlers.ofString())
+                                .body();
+                listening = WebUiTest.listeningAddresses();
+            } catch (java.io.IOException notYet) {
+                // the cluster is still starting
+            }
+            Thread.sleep(100);
+        }
+        Run run = training.get();
+        assertThat(run.status).as(run.err).isZero();
+        assertThat(run.err).contains("metrics on http://localhost:" + port + "/metrics");
+        for (String metric : ours) {
+            assertThat(scraped).contains("flink_taskmanager_job_task_operator_" + metric + "{");
+        }
+        // Its socket, like every other of the run, listens on loopback only.
+        String hexPort = String.format(java.util.Locale.ROOT, ":%04X", port);
+        assertThat(listening).anyMatch(a -> a.endsWith(hexPort));
+        assertThat(listening).allMatch(WebUiTest::loopback, "loopback");
+    }
+
+    @Test
+    void shouldRefuseATakenMetricsPortInOneLine() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            int port = taken.getLocalPort();
+            Run run =
+                    run(
+                            "train",
+                            "--data",
+                            data.toString(),
+                            "--no-web-ui",
+                            "--metrics-port",
+                            Integer.toString(port));
+            assertThat(run.status).isEqualTo(2);
+            assertThat(run.err.lines().findFirst().orElse(""))
+                    .contains(
+                            "port "
+                                    + port
+                                    + " on localhost is taken: give --metrics-port N for another"
+                                    + " port, or 0 for a free one");
         }
     }
 

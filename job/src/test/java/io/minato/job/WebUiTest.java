@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
@@ -34,11 +35,14 @@ class WebUiTest {
     @Test
     void shouldServeTheJobButRefuseJarUploads() throws Exception {
         int port;
-        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+        int metricsPort;
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                ServerSocket other = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = free.getLocalPort();
+            metricsPort = other.getLocalPort();
         }
         StreamExecutionEnvironment env =
-                FlinkSetup.environment(new Configuration(), 1, true, port, dir);
+                FlinkSetup.environment(new Configuration(), 1, true, port, metricsPort, dir);
         env.fromSequence(0, Long.MAX_VALUE)
                 .map(
                         i -> {
@@ -80,10 +84,12 @@ class WebUiTest {
             assertThat(config.headers().firstValue("Access-Control-Allow-Origin"))
                     .hasValue("http://localhost:" + port);
 
-            // Every socket this JVM listens on (the REST endpoint, the BLOB server, ...) is on
-            // loopback: nothing of the run is reachable from another machine.
+            // Every socket this JVM listens on (the REST endpoint, the BLOB server, Prometheus'
+            // metrics, ...) is on loopback: nothing of the run is reachable from another machine.
             List<String> listening = listeningAddresses();
-            assertThat(listening).hasSizeGreaterThanOrEqualTo(2);
+            assertThat(listening).hasSizeGreaterThanOrEqualTo(3);
+            assertThat(listening)
+                    .anyMatch(a -> a.endsWith(String.format(Locale.ROOT, ":%04X", metricsPort)));
             assertThat(listening).allMatch(WebUiTest::loopback, "loopback");
         } finally {
             job.cancel().get();
@@ -94,7 +100,7 @@ class WebUiTest {
      * Local addresses ("hex-ip:hex-port", as the kernel writes them) of this process's listening
      * TCP sockets: the socket inodes among its file descriptors, looked up in /proc/net/tcp{,6}.
      */
-    private static List<String> listeningAddresses() throws IOException {
+    static List<String> listeningAddresses() throws IOException {
         Set<String> inodes = new HashSet<>();
         try (DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc/self/fd"))) {
             for (Path fd : fds) {
