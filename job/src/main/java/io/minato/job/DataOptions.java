@@ -98,7 +98,7 @@ public final class DataOptions {
     public Tail tail;
 
     /** The tail knob: a fraction of samples and how many times a sample's work they do. */
-    public record Tail(double fraction, int factor) {}
+    public record Tail(double fraction, int factor) implements java.io.Serializable {}
 
     /** Parses {@code P,K}: P in [0, 1], K a whole number >= 1. */
     static final class TailConverter implements picocli.CommandLine.ITypeConverter<Tail> {

@@ -31,7 +31,8 @@ public final class Evaluation {
     private Evaluation() {}
 
     /** Kidney and tumour Dice averaged over cases; mean is their average, as the MLPerf metric. */
-    public record Dice(double mean, double kidney, double tumor, int cases) {}
+    public record Dice(double mean, double kidney, double tumor, int cases)
+            implements java.io.Serializable {}
 
     public static Dice evaluate(
             Path modelDir, double width, int patch, List<CaseFiles> cases, Device device)

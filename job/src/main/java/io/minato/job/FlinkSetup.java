@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -143,6 +144,13 @@ public final class FlinkSetup {
         } catch (IOException e) {
             throw new IllegalArgumentException("no free port on localhost: " + e.getMessage());
         }
+    }
+
+    /** Whether {@code flink run -d} submits the job: nobody waits for its end. */
+    static boolean detached() {
+        return !StreamExecutionEnvironment.getExecutionEnvironment()
+                .getConfiguration()
+                .get(DeploymentOptions.ATTACHED);
     }
 
     /** Whether the job runs in this JVM (not submitted to a cluster with {@code flink run}). */

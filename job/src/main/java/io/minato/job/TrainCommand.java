@@ -1,10 +1,10 @@
 package io.minato.job;
 
 import ai.djl.engine.Engine;
-import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.job.report.MemorySampler;
 import io.minato.job.report.RunReport;
+import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
@@ -31,6 +31,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
@@ -391,14 +392,55 @@ public final class TrainCommand implements Callable<Integer> {
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
         RunLog.into(run);
         CaseTable caseTable = new CaseTable(train, cases.cache());
-        TrainerSink sink =
+        boolean minato = loader == LoaderJob.Loader.minato;
+        RunReport.Inputs template =
+                new RunReport.Inputs(
+                        loader.name(),
+                        dev.devices().size(),
+                        batch,
+                        data.patchEdge(),
+                        epochs,
+                        data.seed,
+                        cases.total(),
+                        train.size(),
+                        cases.eval(),
+                        cases.quarantined(),
+                        Long.MAX_VALUE,
+                        0,
+                        Runtime.getRuntime().availableProcessors(),
+                        Double.NaN,
+                        null,
+                        null,
+                        optimizer,
+                        null,
+                        data.tail,
+                        null,
+                        new RunReport.Workers(
+                                minato ? fast : fast + slow,
+                                minato ? slow : 0,
+                                minato && scheduled,
+                                null));
+        // `flink run -d`: no client waits for the job's accumulators, so the operators write them
+        // into the run directory, and the job writes its own report (DetachedReport).
+        boolean detached = !embedded && FlinkSetup.detached();
+        TrainerSink.Builder sinkBuilder =
                 TrainerSink.builder()
                         .setAccelerator(acceleratorFactory)
                         .optQueueDepth(queueDepth)
                         .optOutputDir(run.toAbsolutePath())
                         .optTraceDir(run.toAbsolutePath())
-                        .optRecipe(new SampleRecipe(caseTable, data.transformConfig()))
-                        .build();
+                        .optRecipe(new SampleRecipe(caseTable, data.transformConfig()));
+        if (detached) {
+            sinkBuilder.optOnRunEnd(
+                    new DetachedReport(
+                            template,
+                            report,
+                            trace,
+                            minato,
+                            timeoutPolicy,
+                            cases.cache().enabled()));
+        }
+        TrainerSink sink = sinkBuilder.build();
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
@@ -421,6 +463,13 @@ public final class TrainCommand implements Callable<Integer> {
         }
         StreamExecutionEnvironment env =
                 FlinkSetup.environment(job, slots, webUi, restPort, metricsPort, flinkTmp);
+        if (detached) {
+            Configuration parameters = new Configuration();
+            parameters.setString(
+                    AccumulatorFiles.DIR_PARAMETER,
+                    run.resolve(DetachedReport.ACCUMULATORS).toAbsolutePath().toString());
+            env.getConfig().setGlobalJobParameters(parameters);
+        }
         new LoaderJob(settings, sink).build(env);
 
         err.printf(
@@ -444,13 +493,26 @@ public final class TrainCommand implements Callable<Integer> {
                         ? ", metrics on http://localhost:" + metricsPort + "/metrics"
                         : "");
         err.flush();
+        String name = "minato-flink train (" + loader + ")";
+        if (detached) {
+            JobClient client = env.executeAsync(name);
+            err.println(
+                    "submitted job "
+                            + client.getJobID()
+                            + " detached: when it finishes it writes report.json, the trace and"
+                            + " summary.txt into "
+                            + run.toAbsolutePath()
+                            + (report != null ? " (and the report to " + report + ")" : "")
+                            + "; follow it in the web UI or with flink list");
+            err.flush();
+            return 0;
+        }
         long cpu0 = processCpuNanos();
         long start = System.currentTimeMillis();
         MemorySampler memory = embedded ? MemorySampler.start(MEMORY_PERIOD) : null;
         List<MemorySampler.Sample> memorySamples = null;
         JobExecutionResult result;
         try {
-            String name = "minato-flink train (" + loader + ")";
             result =
                     embedded && progressMillis > 0
                             ? withProgress(
@@ -473,8 +535,9 @@ public final class TrainCommand implements Callable<Integer> {
         }
         long processCpu = processCpuNanos() - cpu0;
         RunArgs.finished(run);
-        Long firstRequest = result.getAccumulatorResult(SampleSource.FIRST_REQUEST_MILLIS);
-        boolean requested = firstRequest != null && firstRequest != Long.MAX_VALUE;
+        Map<String, Object> accumulators = result.getAllAccumulatorResults();
+        Long firstRequest = firstRequest(accumulators);
+        boolean requested = firstRequest != null;
 
         Evaluation.Dice dice = null;
         if (acceleratorFactory instanceof DjlAccelerator.Factory && !cases.held().isEmpty()) {
@@ -493,32 +556,17 @@ public final class TrainCommand implements Callable<Integer> {
         }
         RunReport r =
                 RunReport.build(
-                        new RunReport.Inputs(
-                                loader.name(),
-                                dev.devices().size(),
-                                batch,
-                                data.patchEdge(),
-                                epochs,
-                                data.seed,
-                                cases.total(),
-                                train.size(),
-                                cases.eval(),
-                                cases.quarantined(),
+                        withJob(
+                                template,
+                                accumulators,
+                                minato,
+                                timeoutPolicy,
+                                cases.cache().enabled(),
                                 requested ? firstRequest : start,
                                 requested ? ManagementFactory.getRuntimeMXBean().getStartTime() : 0,
-                                Runtime.getRuntime().availableProcessors(),
                                 processCpu / 1e9,
-                                timeoutMillis(result, timeoutPolicy),
                                 dice,
-                                optimizer,
-                                cacheCounts(result, cases.cache()),
-                                data.tail,
-                                memorySamples,
-                                new RunReport.Workers(
-                                        loader == LoaderJob.Loader.minato ? fast : fast + slow,
-                                        loader == LoaderJob.Loader.minato ? slow : 0,
-                                        settings.scheduled(),
-                                        settings.scheduled() ? activeWorkersMean(result) : null)),
+                                memorySamples),
                         run);
         if (report != null) {
             r.write(report);
@@ -531,10 +579,67 @@ public final class TrainCommand implements Callable<Integer> {
         return 0;
     }
 
+    /**
+     * The report's inputs: what the submitting client knows ({@code template}) with what the job's
+     * accumulators say (first request, final timeout, case cache lookups, the scheduler's mean) and
+     * what the process that waited for the job measured.
+     *
+     * @param firstRequestFallback the first request's time when the source recorded none
+     * @param processStart the waiting process's start (0: none; the report's start_s is then null)
+     * @param cpuSeconds its CPU time (NaN: not measured)
+     */
+    static RunReport.Inputs withJob(
+            RunReport.Inputs template,
+            Map<String, Object> accumulators,
+            boolean minato,
+            TimeoutPolicy policy,
+            boolean cacheEnabled,
+            long firstRequestFallback,
+            long processStart,
+            double cpuSeconds,
+            Evaluation.Dice dice,
+            List<MemorySampler.Sample> memory) {
+        RunReport.Inputs t = template;
+        Long first = firstRequest(accumulators);
+        RunReport.Workers w = t.workers();
+        return new RunReport.Inputs(
+                t.loader(),
+                t.devices(),
+                t.batch(),
+                t.patch(),
+                t.epochs(),
+                t.seed(),
+                t.cases(),
+                t.trainCases(),
+                t.evalCases(),
+                t.quarantined(),
+                first != null ? first : firstRequestFallback,
+                processStart,
+                t.cores(),
+                cpuSeconds,
+                timeoutMillis(accumulators, minato, policy),
+                dice,
+                t.optimizer(),
+                cacheCounts(accumulators, cacheEnabled),
+                t.tail(),
+                memory,
+                new RunReport.Workers(
+                        w.fast(),
+                        w.slow(),
+                        w.auto(),
+                        w.auto() ? activeWorkersMean(accumulators) : null));
+    }
+
     /** The fast workers' mean of the scheduler's active count; null when none reported it. */
-    private static Double activeWorkersMean(JobExecutionResult result) {
-        Object mean = result.getAccumulatorResult(AugmentOperator.ACTIVE_WORKERS_MEAN);
+    static Double activeWorkersMean(Map<String, Object> accumulators) {
+        Object mean = accumulators.get(AugmentOperator.ACTIVE_WORKERS_MEAN);
         return mean instanceof Double d && !d.isNaN() ? d : null;
+    }
+
+    /** When the source handed out its first sample; null when it did not. */
+    static Long firstRequest(Map<String, Object> accumulators) {
+        Object first = accumulators.get(SampleSource.FIRST_REQUEST_MILLIS);
+        return first instanceof Long l && l != Long.MAX_VALUE ? l : null;
     }
 
     /**
@@ -728,20 +833,22 @@ public final class TrainCommand implements Callable<Integer> {
         return mine.equals(theirs);
     }
 
-    private static RunReport.CacheCounts cacheCounts(JobExecutionResult result, CaseCache cache) {
-        if (!cache.enabled()) {
+    static RunReport.CacheCounts cacheCounts(Map<String, Object> accumulators, boolean enabled) {
+        if (!enabled) {
             return null;
         }
-        Long hits = result.getAccumulatorResult(CacheMetrics.HITS);
-        Long misses = result.getAccumulatorResult(CacheMetrics.MISSES);
-        return new RunReport.CacheCounts(hits == null ? 0 : hits, misses == null ? 0 : misses);
+        Object hits = accumulators.get(CacheMetrics.HITS);
+        Object misses = accumulators.get(CacheMetrics.MISSES);
+        return new RunReport.CacheCounts(
+                hits instanceof Long h ? h : 0, misses instanceof Long m ? m : 0);
     }
 
-    private Double timeoutMillis(JobExecutionResult result, TimeoutPolicy policy) {
-        if (loader != LoaderJob.Loader.minato) {
+    static Double timeoutMillis(
+            Map<String, Object> accumulators, boolean minato, TimeoutPolicy policy) {
+        if (!minato) {
             return null;
         }
-        Double ms = result.getAccumulatorResult(AugmentOperator.TIMEOUT_MS);
+        Double ms = accumulators.get(AugmentOperator.TIMEOUT_MS) instanceof Double d ? d : null;
         // No worker set a deadline (an auto timeout over fewer samples than it needs to learn
         // one): the maximum over none is -Infinity; say "none".
         if (ms != null && Double.isFinite(ms)) {

@@ -54,59 +54,31 @@ class FlinkRunIT {
         Path data = tmp.resolve("data");
         KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(data);
 
-        // The client's configuration: where the cluster's REST API listens.
-        java.net.URI rest = java.net.URI.create(client.getWebInterfaceURL());
-        Path conf = Files.createDirectories(tmp.resolve("conf"));
-        Files.writeString(
-                conf.resolve("config.yaml"),
-                "rest.address: "
-                        + rest.getHost()
-                        + "\nrest.port: "
-                        + rest.getPort()
-                        + "\nclassloader.parent-first-patterns.additional: [\"ai.djl.\","
-                        + " \"org.bytedeco.\"]\n",
-                StandardCharsets.UTF_8);
-
         Path report = tmp.resolve("report.json");
         Path run = tmp.resolve("run");
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(jvmOptions());
-        command.add("-Dai.djl.offline=true");
-        command.add("-Dlog4j.configurationFile=" + flinkConf().resolve("log4j-cli.properties"));
-        command.add("-cp");
-        command.add(clusterClasspath());
-        command.addAll(
-                List.of(
-                        "org.apache.flink.client.cli.CliFrontend",
-                        "run",
-                        jar.toString(),
-                        "train",
-                        "--data",
-                        data.toString(),
-                        "--patch",
-                        "32",
-                        "--epochs",
-                        "1",
-                        "--devices",
-                        "cpu:2",
-                        "--eval-cases",
-                        "1",
-                        "--report",
-                        report.toString(),
-                        "--run-dir",
-                        run.toString()));
-        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
-        pb.environment().put("FLINK_CONF_DIR", conf.toString());
-        pb.redirectOutput(tmp.resolve("client.log").toFile());
-        Process p = pb.start();
-        boolean ended = p.waitFor(5, TimeUnit.MINUTES);
-        if (!ended) {
-            p.destroyForcibly();
-        }
-        String log = Files.readString(tmp.resolve("client.log"));
-        assertThat(ended).as(log).isTrue();
-        assertThat(p.exitValue()).as(log).isZero();
+        List<String> command =
+                flinkCommand(
+                        client,
+                        tmp,
+                        List.of(
+                                "run",
+                                jar.toString(),
+                                "train",
+                                "--data",
+                                data.toString(),
+                                "--patch",
+                                "32",
+                                "--epochs",
+                                "1",
+                                "--devices",
+                                "cpu:2",
+                                "--eval-cases",
+                                "1",
+                                "--report",
+                                report.toString(),
+                                "--run-dir",
+                                run.toString()));
+        String log = runToEnd(command, tmp);
         assertThat(log).contains("Job has been submitted with JobID");
 
         // 4 cases x 1 epoch in batches of 2 on 2 devices: one global step of both replicas.
@@ -119,6 +91,114 @@ class FlinkRunIT {
                         "\"kind\": \"cpu\"",
                         "\"dice\": {\"mean\": ");
         assertThat(run.resolve("model-device-0").resolve("unet3d-0000.params")).isRegularFile();
+    }
+
+    @Test
+    void shouldWriteItsOwnReportWhenSubmittedDetached(
+            @InjectClusterClient ClusterClient<?> client, @TempDir Path tmp) throws Exception {
+        Path jar = Path.of("target", "minato-job.jar").toAbsolutePath();
+        Path data = tmp.resolve("data");
+        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(data);
+        Path report = tmp.resolve("report.json");
+        Path run = tmp.resolve("run");
+        String log =
+                runToEnd(
+                        flinkCommand(
+                                client,
+                                tmp,
+                                List.of(
+                                        "run",
+                                        "-d",
+                                        jar.toString(),
+                                        "train",
+                                        "--data",
+                                        data.toString(),
+                                        "--patch",
+                                        "32",
+                                        "--epochs",
+                                        "3",
+                                        "--devices",
+                                        "cpu:2",
+                                        "--eval-cases",
+                                        "1",
+                                        "--accelerator",
+                                        "simulated:10",
+                                        "--timeout",
+                                        "500",
+                                        "--report",
+                                        report.toString(),
+                                        "--run-dir",
+                                        run.toString())),
+                        tmp);
+        // The client submits and returns: no stack trace, one line saying where the report goes.
+        assertThat(log)
+                .contains("detached: when it finishes it writes report.json")
+                .doesNotContain("Exception");
+
+        // The job trains on without it and, as it finishes, writes the report itself.
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
+        while (!Files.exists(run.resolve("summary.txt")) && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+        }
+        assertThat(run.resolve("report-error.txt")).doesNotExist();
+        assertThat(run.resolve("summary.txt")).content().startsWith("minato: ");
+        // 4 training cases x 3 epochs on 2 devices; what the operators counted (the timeout,
+        // the case cache) came from their accumulator files.
+        assertThat(report)
+                .content()
+                .contains(
+                        "\"devices\": 2",
+                        "\"delivered\": 12",
+                        "\"timeout_ms\": 500.0",
+                        "\"case_cache\": {\"hits\": ",
+                        "\"start_s\": null",
+                        "\"dice\": null");
+        assertThat(run.resolve("report.json")).hasSameTextualContentAs(report);
+        assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 12);
+        assertThat(run.resolve(RunArgs.FINISHED)).exists();
+    }
+
+    /** Flink's command line client with {@code args}, configured for the test's cluster. */
+    private static List<String> flinkCommand(ClusterClient<?> client, Path tmp, List<String> args)
+            throws java.io.IOException {
+        // The client's configuration: where the cluster's REST API listens.
+        java.net.URI rest = java.net.URI.create(client.getWebInterfaceURL());
+        Path conf = Files.createDirectories(tmp.resolve("conf"));
+        Files.writeString(
+                conf.resolve("config.yaml"),
+                "rest.address: "
+                        + rest.getHost()
+                        + "\nrest.port: "
+                        + rest.getPort()
+                        + "\nclassloader.parent-first-patterns.additional: [\"ai.djl.\","
+                        + " \"org.bytedeco.\"]\n",
+                StandardCharsets.UTF_8);
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(jvmOptions());
+        command.add("-Dai.djl.offline=true");
+        command.add("-Dlog4j.configurationFile=" + flinkConf().resolve("log4j-cli.properties"));
+        command.add("-cp");
+        command.add(clusterClasspath());
+        command.add("org.apache.flink.client.cli.CliFrontend");
+        command.addAll(args);
+        return command;
+    }
+
+    /** Runs the client to its end (5 minutes at most) and returns its output; exit status 0. */
+    private static String runToEnd(List<String> command, Path tmp) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().put("FLINK_CONF_DIR", tmp.resolve("conf").toString());
+        pb.redirectOutput(tmp.resolve("client.log").toFile());
+        Process p = pb.start();
+        boolean ended = p.waitFor(5, TimeUnit.MINUTES);
+        if (!ended) {
+            p.destroyForcibly();
+        }
+        String log = Files.readString(tmp.resolve("client.log"));
+        assertThat(ended).as(log).isTrue();
+        assertThat(p.exitValue()).as(log).isZero();
+        return log;
     }
 
     /**

@@ -138,6 +138,13 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     }
 
     @Override
+    String[] accumulatorNames() {
+        return new String[] {
+            CacheMetrics.HITS, CacheMetrics.MISSES, TIMEOUT_MS, ACTIVE_WORKERS_MEAN
+        };
+    }
+
+    @Override
     public void close() throws Exception {
         try {
             if (timeout != null && timeout.timeoutNanos() != Long.MAX_VALUE) {

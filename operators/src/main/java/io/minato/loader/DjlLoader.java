@@ -169,6 +169,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        AccumulatorFiles.write(getRuntimeContext(), CacheMetrics.HITS, CacheMetrics.MISSES);
         if (handoff != null) {
             handoff.close();
         }

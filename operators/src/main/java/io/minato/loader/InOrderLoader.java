@@ -159,6 +159,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        AccumulatorFiles.write(getRuntimeContext(), CacheMetrics.HITS, CacheMetrics.MISSES);
         if (handoff != null) {
             handoff.close();
         }

@@ -182,9 +182,15 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         waitingState.update(waiting == null ? List.of() : List.of(waiting));
     }
 
+    /** The accumulators this worker registers (written for a detached job at close). */
+    String[] accumulatorNames() {
+        return new String[] {CacheMetrics.HITS, CacheMetrics.MISSES};
+    }
+
     @Override
     public void close() throws Exception {
         try {
+            AccumulatorFiles.write(getRuntimeContext(), accumulatorNames());
             if (registration != null) {
                 registration.close();
             }

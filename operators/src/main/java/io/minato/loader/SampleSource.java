@@ -62,6 +62,11 @@ public final class SampleSource {
         }
 
         @Override
+        public void close() {
+            AccumulatorFiles.write(getRuntimeContext(), FIRST_REQUEST_MILLIS);
+        }
+
+        @Override
         public SampleTask map(Long n) {
             if (n == 0 || firstRequest.getLocalValue() == Long.MAX_VALUE) {
                 firstRequest.add(System.currentTimeMillis());

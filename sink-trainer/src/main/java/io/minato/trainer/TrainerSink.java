@@ -33,6 +33,17 @@ public final class TrainerSink
     // Strings: java.nio.file.Path is not Serializable. Null when not configured.
     private final String outputDir;
     private final String traceDir;
+    private final RunEnd runEnd; // null: none
+
+    /**
+     * What to do once the run has ended: called with the output folder by the last device of a run
+     * (attempt) to close after training its last step, when every upstream operator has closed as
+     * well. For a job nobody waits for (a detached submission) to write its own report.
+     */
+    @FunctionalInterface
+    public interface RunEnd extends java.io.Serializable {
+        void ended(Path outputDir) throws Exception;
+    }
 
     private TrainerSink(Builder b) {
         this.accelerator = b.accelerator;
@@ -40,6 +51,7 @@ public final class TrainerSink
         this.recipe = b.recipe;
         this.outputDir = b.outputDir == null ? null : b.outputDir.toString();
         this.traceDir = b.traceDir == null ? null : b.traceDir.toString();
+        this.runEnd = b.runEnd;
     }
 
     public static Builder builder() {
@@ -95,17 +107,20 @@ public final class TrainerSink
             String group =
                     WorkerScheduler.key(
                             context.getJobInfo().getJobId().toString(), task.getAttemptNumber());
-            return new TrainerSinkWriter(
-                    device,
-                    task.getNumberOfParallelSubtasks(),
-                    group,
-                    queueDepth,
-                    acc,
-                    recipe,
-                    traceDir == null ? null : Path.of(traceDir),
-                    outputDir == null ? null : Path.of(outputDir),
-                    context.metricGroup(),
-                    restored);
+            TrainerSinkWriter writer =
+                    new TrainerSinkWriter(
+                            device,
+                            task.getNumberOfParallelSubtasks(),
+                            group,
+                            queueDepth,
+                            acc,
+                            recipe,
+                            traceDir == null ? null : Path.of(traceDir),
+                            outputDir == null ? null : Path.of(outputDir),
+                            context.metricGroup(),
+                            restored);
+            writer.onRunEnd(runEnd);
+            return writer;
         } catch (IOException | RuntimeException e) {
             try {
                 acc.close();
@@ -123,6 +138,7 @@ public final class TrainerSink
         private Path outputDir;
         private Path traceDir;
         private SampleRecipe recipe;
+        private RunEnd runEnd;
 
         private Builder() {}
 
@@ -161,6 +177,12 @@ public final class TrainerSink
          */
         public Builder optRecipe(SampleRecipe recipe) {
             this.recipe = Objects.requireNonNull(recipe, "recipe");
+            return this;
+        }
+
+        /** Runs once after the run's last step, when the output folder holds every summary. */
+        public Builder optOnRunEnd(RunEnd runEnd) {
+            this.runEnd = Objects.requireNonNull(runEnd, "runEnd");
             return this;
         }
 

@@ -13,7 +13,9 @@ import java.util.ArrayDeque;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
@@ -40,10 +42,18 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
 
     private static final Logger LOG = LoggerFactory.getLogger(TrainerSinkWriter.class);
     private static final long CLOSE_JOIN_MILLIS = 60_000;
+
+    /** Per run attempt in this JVM: how many devices have closed after their last step. */
+    private static final ConcurrentHashMap<String, AtomicInteger> ENDED = new ConcurrentHashMap<>();
+
     // Waits that depend on the replica group, which signals no writer, poll at this period.
     private static final long GROUP_POLL_MILLIS = 1;
 
     private final int device;
+    private final int devices;
+    private final String groupId;
+    private TrainerSink.RunEnd runEnd; // null: nothing to do at the run's end
+    private volatile boolean endedNormally;
     private final int queueDepth;
     private final Accelerator accelerator;
     private final SampleRecipe recipe; // null: samples must arrive with their patches
@@ -119,6 +129,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             throw new IllegalArgumentException("queue depth must be >= 1: " + queueDepth);
         }
         this.device = device;
+        this.devices = devices;
+        this.groupId = groupId;
         this.queueDepth = queueDepth;
         this.accelerator = accelerator;
         this.recipe = recipe;
@@ -251,7 +263,17 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                 }
             }
             writeSummary();
+            endedNormally = true;
         }
+    }
+
+    /**
+     * Runs {@code end} once per run attempt, in the close of the last of its devices to close after
+     * its last step: then every upstream operator has closed too (a task closes after all its
+     * inputs ended, and they end when the tasks feeding them have closed).
+     */
+    void onRunEnd(TrainerSink.RunEnd end) {
+        this.runEnd = end;
     }
 
     /** Waits for the current step to end, then captures the queue, counters and model state. */
@@ -329,6 +351,29 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         }
         scheduling.close();
         gpu.close(); // never throws; the summary below then holds the final GPU statistics
+        try {
+            closeOutputs();
+        } finally {
+            endRunIfLast();
+        }
+    }
+
+    private void endRunIfLast() {
+        if (runEnd == null || !endedNormally || outputDir == null) {
+            return;
+        }
+        if (ENDED.computeIfAbsent(groupId, g -> new AtomicInteger()).incrementAndGet() < devices) {
+            return;
+        }
+        ENDED.remove(groupId);
+        try {
+            runEnd.ended(outputDir);
+        } catch (Exception e) {
+            LOG.error("device {}: the run ended, but what follows its end failed", device, e);
+        }
+    }
+
+    private void closeOutputs() throws IOException {
         try {
             writeSummary();
         } catch (IOException e) {

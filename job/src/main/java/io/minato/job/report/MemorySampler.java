@@ -20,7 +20,8 @@ public final class MemorySampler {
     private static final Path STATUS = Path.of("/proc/self/status");
 
     /** One reading: wall-clock millis, resident bytes in all and anonymous ones. */
-    public record Sample(long millis, long rssBytes, long anonBytes) {}
+    public record Sample(long millis, long rssBytes, long anonBytes)
+            implements java.io.Serializable {}
 
     private final List<Sample> samples = new ArrayList<>();
     private final Thread thread;

@@ -8,6 +8,7 @@ import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
+import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,17 +54,19 @@ public final class RunReport {
             CacheCounts caseCache,
             DataOptions.Tail tail,
             List<MemorySampler.Sample> memory,
-            Workers workers) {}
+            Workers workers)
+            implements Serializable {}
 
     /**
      * The loader's preparation workers: {@code fast} and {@code slow} (Minato's two kinds; the
      * baselines' W + S threads count as fast), whether the worker scheduler paced them ({@code
      * auto}), and then the mean number it let prepare at once ({@code activeMean}, else null).
      */
-    public record Workers(int fast, int slow, boolean auto, Double activeMean) {}
+    public record Workers(int fast, int slow, boolean auto, Double activeMean)
+            implements Serializable {}
 
     /** Lookups of remembered per-case results over the whole job; null in the inputs: cache off. */
-    public record CacheCounts(long hits, long misses) {}
+    public record CacheCounts(long hits, long misses) implements Serializable {}
 
     private final Inputs in;
     private final String acceleratorKind;
