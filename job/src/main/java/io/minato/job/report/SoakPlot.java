@@ -1,0 +1,119 @@
+package io.minato.job.report;
+
+import java.awt.Color;
+import java.awt.image.BufferedImage;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import javax.imageio.ImageIO;
+
+/**
+ * The memory curve of a soak ({@code scripts/soak}'s soak.csv): resident memory, its anonymous part
+ * (heap, native buffers: what a leak would grow) and the Java heap, in MB against minutes.
+ */
+public final class SoakPlot {
+    /** The columns drawn, as scripts/soak names them, with their legend names and colours. */
+    private static final String[][] COLUMNS = {
+        {"rss_mb", "resident (RSS)", "1f77b4"},
+        {"anon_mb", "anonymous", "d62728"},
+        {"heap_committed_mb", "heap committed", "2ca02c"},
+        {"heap_used_mb", "heap used", "9467bd"},
+    };
+
+    private final double[] minutes;
+    private final List<double[]> columns = new ArrayList<>();
+
+    private SoakPlot(double[] minutes, List<double[]> columns) {
+        this.minutes = minutes;
+        this.columns.addAll(columns);
+    }
+
+    /**
+     * Reads soak.csv.
+     *
+     * @throws IOException naming the file and the line that is not a reading
+     */
+    public static SoakPlot read(Path csv) throws IOException {
+        List<String> lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
+        if (lines.isEmpty()) {
+            throw new IOException(csv + ": empty, not a soak.csv");
+        }
+        List<String> header = Arrays.asList(lines.get(0).split(",", -1));
+        int[] at = new int[COLUMNS.length];
+        for (int c = 0; c < COLUMNS.length; c++) {
+            at[c] = header.indexOf(COLUMNS[c][0]);
+            if (at[c] < 0) {
+                throw new IOException(csv + ": no column " + COLUMNS[c][0] + " in its header");
+            }
+        }
+        int seconds = header.indexOf("seconds");
+        if (seconds < 0) {
+            throw new IOException(csv + ": no column seconds in its header");
+        }
+        int n = lines.size() - 1;
+        double[] minutes = new double[n];
+        List<double[]> columns = new ArrayList<>();
+        for (int c = 0; c < COLUMNS.length; c++) {
+            columns.add(new double[n]);
+        }
+        for (int k = 0; k < n; k++) {
+            String[] f = lines.get(k + 1).split(",", -1);
+            try {
+                minutes[k] = Double.parseDouble(f[seconds]) / 60;
+                for (int c = 0; c < COLUMNS.length; c++) {
+                    columns.get(c)[k] =
+                            f[at[c]].isEmpty() ? Double.NaN : Double.parseDouble(f[at[c]]);
+                }
+            } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+                throw new IOException(
+                        csv + " line " + (k + 2) + ": not a reading: " + lines.get(k + 1), e);
+            }
+        }
+        return new SoakPlot(minutes, columns);
+    }
+
+    LineChart chart() {
+        List<LineChart.Series> series = new ArrayList<>();
+        for (int c = 0; c < COLUMNS.length; c++) {
+            double[] y = columns.get(c);
+            if (Arrays.stream(y).anyMatch(Double::isNaN)) {
+                continue; // a reading without it (no jcmd): the line would lie
+            }
+            series.add(
+                    new LineChart.Series(
+                            COLUMNS[c][1],
+                            new Color(Integer.parseInt(COLUMNS[c][2], 16)),
+                            minutes,
+                            y,
+                            null,
+                            null,
+                            false));
+        }
+        return new LineChart(
+                "Memory of a long run",
+                "one reading every "
+                        + (minutes.length > 1
+                                ? Math.round((minutes[1] - minutes[0]) * 60) + " s"
+                                : "run")
+                        + "; anonymous memory is what a leak would grow",
+                "minutes",
+                "MB",
+                series,
+                0);
+    }
+
+    /** Writes soak.png into {@code dir}; returns its path. */
+    public Path write(Path dir) throws IOException {
+        Files.createDirectories(dir);
+        Path file = dir.resolve("soak.png");
+        BufferedImage image = chart().render();
+        if (!ImageIO.write(image, "png", file.toFile())) {
+            throw new IOException(file + ": no PNG writer in this JVM");
+        }
+        return file;
+    }
+}
