@@ -245,6 +245,31 @@ public final class JsonParser {
             }
         }
         return new IllegalArgumentException(
-                what + " at line " + line + ", column " + (i - lineStart + 1));
+                printable(what) + " at line " + line + ", column " + (i - lineStart + 1));
+    }
+
+    /**
+     * {@code what} with control characters and line breaks written as escapes: the text it quotes
+     * (a bad escape, a key) may hold any, and the error stays one line (found by fuzzing: a
+     * backslash before a newline).
+     */
+    static String printable(String what) {
+        StringBuilder b = new StringBuilder(what.length());
+        for (int k = 0; k < what.length(); k++) {
+            char c = what.charAt(k);
+            switch (c) {
+                case '\n' -> b.append("\\n");
+                case '\r' -> b.append("\\r");
+                case '\t' -> b.append("\\t");
+                default -> {
+                    if (c < 0x20 || c == 0x7f || c == 0x85 || c == 0x2028 || c == 0x2029) {
+                        b.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+                }
+            }
+        }
+        return b.toString();
     }
 }

@@ -62,6 +62,11 @@ class JsonParserTest {
                 Arguments.of("[1e999]", "number out of range at line 1, column 2"),
                 Arguments.of("\"abc", "unterminated string at line 1, column 5"),
                 Arguments.of("\"\\x\"", "bad escape \\x at line 1, column 3"),
+                // Found by fuzzing: the quoted text held a line break, and the error two lines.
+                Arguments.of("\"\\\n", "bad escape \\\\n at line 1, column 3"),
+                Arguments.of(
+                        "{\"a\\nb\": 1, \"a\\nb\": 2}",
+                        "duplicate key \"a\\nb\" at line 1, column 13"),
                 Arguments.of("\"\\u12g4\"", "expected 4 hex digits after \\u at line 1, column 6"),
                 Arguments.of("{} {}", "unexpected text after the value at line 1, column 4"));
     }
