@@ -57,7 +57,8 @@ public final class BenchPlots {
             long slow,
             long delivered,
             double firstEpochS,
-            double laterSamplesPerS) {}
+            double laterSamplesPerS,
+            double startS) {}
 
     /** Medians over the runs of one loader at one step time. */
     public record Row(
@@ -72,7 +73,8 @@ public final class BenchPlots {
             double boundS,
             double wallOverBound,
             double firstEpochS,
-            double laterSamplesPerS) {}
+            double laterSamplesPerS,
+            double startS) {}
 
     private final List<String> loaders;
     private final double[] steps;
@@ -114,7 +116,8 @@ public final class BenchPlots {
                                 median(g, Run::boundS),
                                 median(g, r -> r.boundS() != 0 ? r.wallS() / r.boundS() : 0),
                                 median(g, Run::firstEpochS),
-                                median(g, Run::laterSamplesPerS)));
+                                median(g, Run::laterSamplesPerS),
+                                median(g, Run::startS)));
             }
         }
     }
@@ -182,7 +185,8 @@ public final class BenchPlots {
                 (long) number(m, "samples.slow"),
                 (long) number(m, "samples.delivered"),
                 optional(m, "first_epoch.wall_s"),
-                optional(m, "later_epochs.samples_per_s"));
+                optional(m, "later_epochs.samples_per_s"),
+                optional(m, "start_s"));
     }
 
     /** A number that reports may lack or hold as null: NaN then. */
@@ -262,7 +266,7 @@ public final class BenchPlots {
         b.append(
                 String.format(
                         Locale.ROOT,
-                        "%7s %8s %8s %12s %7s %7s %8s %10s %9s %8s%n",
+                        "%7s %8s %8s %12s %7s %7s %8s %10s %9s %8s %8s%n",
                         "step ms",
                         "loader",
                         "wall s",
@@ -272,12 +276,13 @@ public final class BenchPlots {
                         "bound s",
                         "wall/bound",
                         "1st ep s",
-                        "later/s"));
+                        "later/s",
+                        "start s"));
         for (Row r : rows) {
             b.append(
                     String.format(
                             Locale.ROOT,
-                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f %9s %8s%n",
+                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f %9s %8s %8s%n",
                             r.stepMs(),
                             r.loader(),
                             r.wallS(),
@@ -287,7 +292,8 @@ public final class BenchPlots {
                             r.boundS(),
                             r.wallOverBound(),
                             orDash(r.firstEpochS(), "%.2f"),
-                            orDash(r.laterSamplesPerS(), "%.1f")));
+                            orDash(r.laterSamplesPerS(), "%.1f"),
+                            orDash(r.startS(), "%.2f")));
         }
         return b.toString();
     }
