@@ -28,10 +28,17 @@ import org.apache.flink.util.UserCodeClassLoader;
 final class FakeWriterContext implements WriterInitContext {
 
     private final TaskInfo task;
+    private final JobID job;
     final RecordingMetricGroup metrics = new RecordingMetricGroup();
 
     FakeWriterContext(int subtask, int parallelism) {
+        this(subtask, parallelism, new JobID());
+    }
+
+    /** A subtask of {@code job}: writers of one job meet in one replica group. */
+    FakeWriterContext(int subtask, int parallelism, JobID job) {
         this.task = new TaskInfoImpl("trainer", 128, subtask, parallelism, 0);
+        this.job = job;
     }
 
     @Override
@@ -76,7 +83,7 @@ final class FakeWriterContext implements WriterInitContext {
 
     @Override
     public JobInfo getJobInfo() {
-        return new JobInfoImpl(new JobID(), "test");
+        return new JobInfoImpl(job, "test");
     }
 
     @Override

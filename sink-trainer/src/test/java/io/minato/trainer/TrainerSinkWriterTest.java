@@ -196,6 +196,37 @@ class TrainerSinkWriterTest {
     }
 
     @Test
+    void shouldRunTheRunsEndOnceInTheCloseOfItsLastDeviceAfterTheLastStep() throws Exception {
+        List<Path> ended = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TrainerSink sink =
+                TrainerSink.builder()
+                        .setAccelerator(new SimulatedAccelerator.Factory(1))
+                        .optOutputDir(tmp.resolve("out"))
+                        .optRecipe(TestBatches.RECIPE)
+                        .optOnRunEnd(ended::add)
+                        .build();
+        org.apache.flink.api.common.JobID job = new org.apache.flink.api.common.JobID();
+        TrainerSinkWriter first = sink.createWriter(new FakeWriterContext(0, 2, job));
+        TrainerSinkWriter second = sink.createWriter(new FakeWriterContext(1, 2, job));
+        first.write(batch(0, 0), null);
+        second.write(batch(1, 0), null);
+        first.flush(true);
+        second.flush(true);
+
+        first.close();
+        assertThat(ended).as("one device of two has closed").isEmpty();
+        second.close();
+        assertThat(ended).containsExactly(tmp.resolve("out"));
+        assertThat(DeviceSummary.file(tmp.resolve("out"), 1)).exists();
+
+        // A device closed without reaching the end of its input (a failure) ends nothing.
+        TrainerSinkWriter failed = sink.createWriter(new FakeWriterContext(0, 1));
+        failed.write(batch(0, 1), null);
+        failed.close();
+        assertThat(ended).hasSize(1);
+    }
+
+    @Test
     void shouldCountBusyTimeInsideStepsAndWaitTimeBetweenThem() throws Exception {
         FakeWriterContext ctx = new FakeWriterContext(0, 1);
         TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(50), 2), ctx);
