@@ -146,6 +146,18 @@ public final class FlinkSetup {
         }
     }
 
+    /**
+     * Whether {@code main} runs inside a JobManager: Flink's application mode runs it there with
+     * its embedded executor.
+     */
+    static boolean applicationMode() {
+        return "embedded"
+                .equals(
+                        StreamExecutionEnvironment.getExecutionEnvironment()
+                                .getConfiguration()
+                                .get(DeploymentOptions.TARGET));
+    }
+
     /** Whether {@code flink run -d} submits the job: nobody waits for its end. */
     static boolean detached() {
         return !StreamExecutionEnvironment.getExecutionEnvironment()

@@ -29,8 +29,26 @@ public final class Main {
     /** Exit status for bad input (a file the loader refuses). */
     public static final int EXIT_BAD_INPUT = 3;
 
+    /**
+     * Set when {@code main} runs inside a JobManager (Flink's application mode): its process must
+     * live on after {@code main} returns, to run the job it submitted.
+     */
+    private static volatile boolean insideJobManager;
+
     public static void main(String[] args) {
-        System.exit(run(args));
+        int status = run(args);
+        if (!insideJobManager) {
+            System.exit(status);
+        }
+        if (status != 0) {
+            // The JobManager reports the application as failed; the line above says why.
+            throw new IllegalStateException("minato ended with exit status " + status);
+        }
+    }
+
+    /** Says that {@code main} runs inside a JobManager, which it must not exit. */
+    static void runsInsideJobManager() {
+        insideJobManager = true;
     }
 
     /** Runs a command line; bad input ends in one line on stderr and a non-zero status. */

@@ -422,6 +422,11 @@ public final class TrainCommand implements Callable<Integer> {
                                 null));
         // `flink run -d`: no client waits for the job's accumulators, so the operators write them
         // into the run directory, and the job writes its own report (DetachedReport).
+        // Application mode runs this in the JobManager, detached unless configured otherwise:
+        // the job writes its report, and the JobManager must not be exited under it.
+        if (!embedded && FlinkSetup.applicationMode()) {
+            Main.runsInsideJobManager();
+        }
         boolean detached = !embedded && FlinkSetup.detached();
         TrainerSink.Builder sinkBuilder =
                 TrainerSink.builder()
