@@ -5,15 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.minato.job.generate.KitsLikeGenerator;
 import java.io.File;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,7 +31,11 @@ class ApplicationModeIT {
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
         List<String> ports =
-                List.of("-D", "rest.port=" + freePort(), "-D", "jobmanager.rpc.port=" + freePort());
+                List.of(
+                        "-D",
+                        "rest.port=" + FlinkSetup.freePort(),
+                        "-D",
+                        "jobmanager.rpc.port=" + FlinkSetup.freePort());
 
         List<String> jobManager = java(jar, tmp.resolve("jm.log"));
         jobManager.add(
@@ -117,29 +118,12 @@ class ApplicationModeIT {
     private static List<String> java(Path jar, Path log) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(
-                Files.readAllLines(flinkConf().resolve("jvm-options")).stream()
-                        .map(String::strip)
-                        .filter(l -> !l.isEmpty() && !l.startsWith("#"))
-                        .toList());
+        command.addAll(FlinkRunIT.jvmOptions());
         command.add("-Dai.djl.offline=true");
         command.add("-Dlog.file=" + log);
         command.add("-Dlog4j.configurationFile=" + flinkConf().resolve("log4j-cluster.properties"));
         command.add("-cp");
-        command.add(
-                Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
-                                .filter(e -> !e.contains("/info/picocli/"))
-                                .filter(
-                                        e ->
-                                                !Path.of(e)
-                                                        .getFileName()
-                                                        .toString()
-                                                        .startsWith("minato-"))
-                                .filter(e -> !e.endsWith("/target/classes"))
-                                .filter(e -> !e.endsWith("/target/test-classes"))
-                                .collect(Collectors.joining(File.pathSeparator))
-                        + File.pathSeparator
-                        + jar);
+        command.add(FlinkRunIT.clusterClasspath() + File.pathSeparator + jar);
         return command;
     }
 
@@ -150,13 +134,7 @@ class ApplicationModeIT {
                 .start();
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
-
     private static Path flinkConf() {
-        return Path.of("..", "flink-conf").toAbsolutePath().normalize();
+        return FlinkRunIT.flinkConf();
     }
 }

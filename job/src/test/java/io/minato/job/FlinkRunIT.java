@@ -205,7 +205,7 @@ class FlinkRunIT {
      * This JVM's classpath without the job (its modules' jars and class folders, picocli): Flink,
      * DJL and their dependencies.
      */
-    private static String clusterClasspath() {
+    static String clusterClasspath() {
         return Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
                 .filter(e -> !e.contains("/info/picocli/"))
                 .filter(e -> !Path.of(e).getFileName().toString().startsWith("minato-"))
@@ -214,14 +214,14 @@ class FlinkRunIT {
     }
 
     /** The module openings Flink needs on Java 17+, as flink-conf/jvm-options lists them. */
-    private static List<String> jvmOptions() throws java.io.IOException {
+    static List<String> jvmOptions() throws java.io.IOException {
         return Files.readAllLines(flinkConf().resolve("jvm-options")).stream()
                 .map(String::strip)
                 .filter(l -> !l.isEmpty() && !l.startsWith("#"))
                 .toList();
     }
 
-    private static Path flinkConf() {
+    static Path flinkConf() {
         return Path.of("..", "flink-conf").toAbsolutePath().normalize();
     }
 }

@@ -277,10 +277,7 @@ class MainTest {
     @Test
     void shouldServeTheLoadersMetricsToPrometheusOnLoopbackWhileTraining(@TempDir Path dir)
             throws Exception {
-        int port;
-        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = free.getLocalPort();
-        }
+        int port = FlinkSetup.freePort();
         CompletableFuture<Run> training =
                 CompletableFuture.supplyAsync(
                         () ->
