@@ -27,13 +27,16 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
  * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
  *
  * <pre>
- * SampleSource -> AugmentOperator (fast, p=F) --main--> union -> keyBy(device dealt to the sample)
- *                        |--side "slow"--> SlowPath (p=S) -^      -> BatchAssembler (p=G)
- *                                                                 -> TrainerSink (p=G)
+ * SampleSource (p=F) => AugmentOperator (fast, p=F) --main--> union -> keyBy(device dealt to it)
+ *                              |--side "slow"--> SlowPath (p=S) -^    -> BatchAssembler (p=G)
+ *                                                                     -> TrainerSink (p=G)
  * </pre>
  *
- * or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> TrainerSink, and for
- * DJL's own loader, SampleSource -> DjlLoader (DJL's DataIterable on W threads) -> TrainerSink.
+ * where => is a chain: each fast worker runs in the task of its own share of the sample tasks, so
+ * that no task waits in a network buffer (see {@link SampleSource}).
+ *
+ * <p>or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> TrainerSink, and
+ * for DJL's own loader, SampleSource -> DjlLoader (DJL's DataIterable on W threads) -> TrainerSink.
  */
 public final class LoaderJob {
 
@@ -81,8 +84,11 @@ public final class LoaderJob {
     /** Adds the dataflow to the environment; the caller executes it. */
     public void build(StreamExecutionEnvironment env) {
         Settings s = settings;
+        // Minato's fast workers each take their own share of the tasks, chained to it; the
+        // baselines' loaders are one operator with threads of their own.
+        int shares = s.loader() == Loader.minato ? s.fastWorkers() : 1;
         DataStream<SampleTask> tasks =
-                SampleSource.tasks(env, s.cases().size(), s.epochs(), s.seed());
+                SampleSource.tasks(env, s.cases().size(), s.epochs(), s.seed(), shares);
         DataStream<Batch> batches =
                 switch (s.loader()) {
                     case minato -> minato(tasks);
@@ -100,8 +106,7 @@ public final class LoaderJob {
         Settings s = settings;
         DeviceKeys keys = new DeviceKeys(s.devices());
         SingleOutputStreamOperator<PreparedSample> fast =
-                tasks.rebalance()
-                        .transform(
+                tasks.transform(
                                 "AugmentOperator",
                                 SampleTypes.PREPARED_SAMPLE,
                                 new AugmentOperator(

@@ -2,18 +2,28 @@ package io.minato.loader;
 
 import io.minato.data.EpochOrder;
 import io.minato.sample.SampleTask;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.flink.api.common.accumulators.LongMinimum;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.Collector;
 
 /**
  * The training stream: E epochs over N cases, each epoch in its own shuffled order from (seed,
- * epoch), as small {@link SampleTask}s. It is a FLIP-27 number-sequence source (its split position
- * is the loader's checkpointed position) mapped to tasks, at parallelism 1 so the order holds.
+ * epoch), as small {@link SampleTask}s, in {@code shares} interleaved shares: share j holds samples
+ * j, j + shares, j + 2 shares, ... (what a round-robin deal to that many workers gives each).
+ *
+ * <p>Each share is one split of a FLIP-27 number-sequence source, whose position is the loader's
+ * checkpointed position, at the parallelism of the workers that consume it, so that a worker is
+ * chained to its share: a task is handed over by a method call when the worker is ready for it, and
+ * none waits in a network buffer. Tasks are a few dozen bytes, so one buffer between a separate
+ * source and its workers held thousands of them, all of them in-flight data a checkpoint stores and
+ * a restore replays before the job can checkpoint again.
  */
 public final class SampleSource {
     /** Accumulator: wall-clock millis when the first sample was requested (the report's t0). */
@@ -21,37 +31,81 @@ public final class SampleSource {
 
     private SampleSource() {}
 
+    /** The tasks in {@code shares} interleaved shares, at parallelism {@code shares}. */
     public static DataStream<SampleTask> tasks(
-            StreamExecutionEnvironment env, int cases, int epochs, long seed) {
+            StreamExecutionEnvironment env, int cases, int epochs, long seed, int shares) {
         if (cases < 1 || epochs < 1) {
             throw new IllegalArgumentException(
                     "need at least one case and one epoch: " + cases + ", " + epochs);
         }
-        long total = (long) cases * epochs;
+        if (shares < 1) {
+            throw new IllegalArgumentException("need at least one share: " + shares);
+        }
+        Shares layout = new Shares((long) cases * epochs, shares);
         return env.fromSource(
-                        new NumberSequenceSource(0, total - 1),
-                        WatermarkStrategy.noWatermarks(),
-                        "SampleSource")
-                .uid("sample-source")
-                .setParallelism(1)
-                .map(new ToTask(cases, seed))
+                        new ShareSource(layout), WatermarkStrategy.noWatermarks(), "SampleSource")
+                .uid("sample-shares")
+                .setParallelism(shares)
+                .flatMap(new ToTask(cases, seed, layout))
                 .name("SampleTask")
-                .uid("sample-task")
-                .setParallelism(1);
+                .uid("sample-share-tasks")
+                .setParallelism(shares);
     }
 
-    /** Global sample number -> (epoch, index in epoch, case by the epoch's permutation). */
-    static final class ToTask extends RichMapFunction<Long, SampleTask> {
+    /**
+     * {@code total} samples in {@code count} interleaved shares of {@code length} positions each:
+     * position p (0 <= p < count * length) is sample (p % length) * count + p / length, and none
+     * where that is {@code total} or more (the last round may be short).
+     */
+    record Shares(long total, int count) implements java.io.Serializable {
+        long length() {
+            return (total + count - 1) / count;
+        }
+
+        /** The sample at position {@code p}; -1 if none. */
+        long sampleAt(long p) {
+            long n = (p % length()) * count + p / length();
+            return n < total ? n : -1;
+        }
+    }
+
+    /** One split per share: positions [j * length, (j + 1) * length). */
+    static final class ShareSource extends NumberSequenceSource {
+        private static final long serialVersionUID = 1L;
+        private final Shares shares;
+
+        ShareSource(Shares shares) {
+            super(0, shares.count() * shares.length() - 1);
+            this.shares = shares;
+        }
+
+        @Override
+        protected List<NumberSequenceSplit> splitNumberRange(long from, long to, int numSplits) {
+            long length = shares.length();
+            List<NumberSequenceSplit> splits = new ArrayList<>(shares.count());
+            for (int j = 0; j < shares.count(); j++) {
+                splits.add(
+                        new NumberSequenceSplit(
+                                Integer.toString(j), j * length, (j + 1) * length - 1));
+            }
+            return splits;
+        }
+    }
+
+    /** Position -> (epoch, index in epoch, case by the epoch's permutation). */
+    static final class ToTask extends RichFlatMapFunction<Long, SampleTask> {
         private static final long serialVersionUID = 1L;
         private final int cases;
         private final long seed;
+        private final Shares shares;
         private transient int cachedEpoch;
         private transient int[] order;
         private transient LongMinimum firstRequest;
 
-        ToTask(int cases, long seed) {
+        ToTask(int cases, long seed, Shares shares) {
             this.cases = cases;
             this.seed = seed;
+            this.shares = shares;
         }
 
         @Override
@@ -67,10 +121,18 @@ public final class SampleSource {
         }
 
         @Override
-        public SampleTask map(Long n) {
-            if (n == 0 || firstRequest.getLocalValue() == Long.MAX_VALUE) {
+        public void flatMap(Long position, Collector<SampleTask> out) {
+            long n = shares.sampleAt(position);
+            if (n < 0) {
+                return;
+            }
+            if (firstRequest.getLocalValue() == Long.MAX_VALUE) {
                 firstRequest.add(System.currentTimeMillis());
             }
+            out.collect(task(n));
+        }
+
+        SampleTask task(long n) {
             int epoch = (int) (n / cases);
             int index = (int) (n % cases);
             if (epoch != cachedEpoch) {
