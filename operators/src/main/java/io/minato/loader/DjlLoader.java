@@ -17,6 +17,7 @@ import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Patch;
+import io.minato.transform.PatchPool;
 import io.minato.transform.Shape3;
 import io.minato.transform.TransformConfig;
 import java.nio.ByteBuffer;
@@ -262,17 +263,16 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         int size = djl.getSize();
         List<PreparedSample> samples = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
-            float[] image = new float[voxels];
-            byte[] label = new byte[voxels];
-            System.arraycopy(allImages, i * voxels, image, 0, voxels);
-            System.arraycopy(allLabels, i * voxels, label, 0, voxels);
+            Patch arrays = PatchPool.jvm().take(patch); // every voxel is written below
+            System.arraycopy(allImages, i * voxels, arrays.image(), 0, voxels);
+            System.arraycopy(allLabels, i * voxels, arrays.label(), 0, voxels);
             long index = first + i;
             samples.add(
                     new PreparedSample(
                             dataset.task(index),
                             SamplePath.FAST,
                             dataset.takePrepNanos(index),
-                            new Patch(patch, image, label)));
+                            arrays));
         }
         return new Batch(0, 0, samples);
     }
@@ -461,6 +461,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             Shape shape = new Shape(1, p.shape().d(), p.shape().h(), p.shape().w());
             NDArray image = manager.create(p.image(), shape);
             NDArray label = manager.create(ByteBuffer.wrap(p.label()), shape, DataType.UINT8);
+            PatchPool.jvm().give(p); // copied into the NDArrays
             return new Record(new NDList(image), new NDList(label));
         }
 

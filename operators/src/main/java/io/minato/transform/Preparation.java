@@ -324,7 +324,7 @@ public final class Preparation {
         Shape3 p = config.patch();
         Shape3 s = volume.shape();
         if (patch == null) {
-            patch = new Patch(p, new float[(int) p.voxels()], new byte[(int) p.voxels()]);
+            patch = PatchPool.jvm().take(p); // every voxel is written below
             sliceCursor = 0;
         }
         int[] offset = padOffset(s, p);

@@ -10,7 +10,11 @@ import java.nio.file.Path;
  */
 public interface Accelerator extends AutoCloseable {
 
-    /** Trains on one batch; the writer fails the job with whatever this throws. */
+    /**
+     * Trains on one batch; the writer fails the job with whatever this throws. Once this returns,
+     * the batch's patch arrays go back to the {@link io.minato.transform.PatchPool} and later
+     * samples overwrite them: copy whatever must outlive the step.
+     */
     StepResult train(Batch batch) throws Exception;
 
     /** "simulated", "cpu" or "gpu": the report's {@code accelerator.kind}. */

@@ -3,9 +3,11 @@ package io.minato.trainer;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.gpu.GpuSampler;
 import io.minato.trainer.gpu.GpuStats;
+import io.minato.transform.PatchPool;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.file.Path;
@@ -492,6 +494,11 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                     changed.signalAll();
                 } finally {
                     lock.unlock();
+                }
+                // The step is over and the batch has left the queue: nothing refers to its
+                // patches now, so the next samples may reuse their arrays.
+                for (PreparedSample s : full.samples()) {
+                    PatchPool.jvm().give(s.patch());
                 }
             }
         } catch (Throwable t) {
