@@ -27,6 +27,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -43,8 +44,10 @@ import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.jobgraph.JobVertex;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -113,6 +116,41 @@ class LoaderJobTest {
                 .contains(
                         "\"loader\": \"minato\"", "\"quarantined\": 0", "\"kind\": \"simulated\"");
         assertThat(pathsOf(trace())).containsExactlyInAnyOrder("fast", "slow");
+    }
+
+    /**
+     * Each fast worker runs in the task of its own share of the sample tasks (a chain), so that no
+     * task waits in a network buffer: what a restore would replay before checkpoints resume.
+     */
+    @Test
+    void shouldChainEachFastWorkerToItsShareOfTheTasks() {
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
+        new LoaderJob(
+                        new LoaderJob.Settings(
+                                LoaderJob.Loader.minato,
+                                new CaseTable(train),
+                                TransformConfig.mlperf(16),
+                                2,
+                                SEED,
+                                BATCH,
+                                DEVICES,
+                                3,
+                                1,
+                                TimeoutPolicy.parse("auto"),
+                                true),
+                        new DiscardingSink<>())
+                .build(env);
+        List<JobVertex> workers = new ArrayList<>();
+        for (JobVertex v : env.getStreamGraph().getJobGraph().getVertices()) {
+            if (v.getName().contains("AugmentOperator")) {
+                workers.add(v);
+            }
+        }
+        assertThat(workers).hasSize(1);
+        assertThat(workers.get(0).getName()).startsWith("Source: SampleSource");
+        assertThat(workers.get(0).getParallelism()).isEqualTo(3);
     }
 
     /**
