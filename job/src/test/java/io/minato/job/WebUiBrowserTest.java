@@ -1,0 +1,215 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.job.report.JsonParser;
+import java.io.File;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The web UI of a running training job in a real browser: headless Chromium (Debian's package;
+ * {@code .ci/run} installs it) renders the job's page, which must show the loader's operators, and
+ * the REST calls the page makes must carry the loader's metrics. Saves the screenshot to {@code
+ * job/target/webui.png}.
+ */
+@Timeout(value = 3, unit = TimeUnit.MINUTES)
+class WebUiBrowserTest {
+    @TempDir Path dir;
+
+    @Test
+    void shouldShowTheRunningJobsOperatorsAndMetricsInABrowser() throws Exception {
+        String chromium = chromium();
+        Path data = dir.resolve("data");
+        KitsLikeGenerator.builder().optCases(6).optScale(0.1).optSeed(3).build().generate(data);
+        int port = FlinkSetup.freePort();
+        CompletableFuture<MainTest.Run> training =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                MainTest.run(
+                                        "train",
+                                        "--data",
+                                        data.toString(),
+                                        "--patch",
+                                        "16",
+                                        "--epochs",
+                                        "2000",
+                                        "--accelerator",
+                                        "simulated:20",
+                                        "--rest-port",
+                                        Integer.toString(port),
+                                        "--progress-interval",
+                                        "0",
+                                        "--run-dir",
+                                        dir.resolve("run").toString()));
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        URI base = URI.create("http://localhost:" + port);
+        String job = null;
+        try {
+            job = runningJob(http, base, training);
+            // What the job's page asks the REST API for: its vertices, then each one's metrics.
+            Map<?, ?> detail = (Map<?, ?>) JsonParser.parse(get(http, base, "/jobs/" + job));
+            List<String> names = new ArrayList<>();
+            StringBuilder metrics = new StringBuilder();
+            List<String> ours =
+                    List.of(
+                            "AugmentOperator.samplesFast",
+                            "AugmentOperator.samplesSlow",
+                            "AugmentOperator.timeoutMs",
+                            "SlowPath.samplesFinished",
+                            "TrainerSink__Writer.queueDepth",
+                            "TrainerSink__Writer.busyMillis");
+            for (int attempt = 0; attempt < 100; attempt++) {
+                names.clear();
+                metrics.setLength(0);
+                for (Object v : (List<?>) detail.get("vertices")) {
+                    Map<?, ?> vertex = (Map<?, ?>) v;
+                    names.add((String) vertex.get("name"));
+                    metrics.append(
+                            get(
+                                    http,
+                                    base,
+                                    "/jobs/" + job + "/vertices/" + vertex.get("id") + "/metrics"));
+                }
+                if (ours.stream().allMatch(m -> metrics.toString().contains(m))) {
+                    break;
+                }
+                Thread.sleep(100); // metrics register as the tasks start
+            }
+            assertThat(names)
+                    .containsExactly(
+                            "Source: SampleSource -> SampleTask -> AugmentOperator",
+                            "SlowPath",
+                            "BatchAssembler -> TrainerSink: Writer");
+            for (String metric : ours) {
+                assertThat(metrics.toString()).contains("." + metric + "\"");
+            }
+
+            String page = base + "/#/job/running/" + job + "/overview";
+            String dom = browse(chromium, "--dump-dom", page);
+            assertThat(dom)
+                    .as("the rendered job page")
+                    .contains(
+                            "minato-flink train (minato)",
+                            "AugmentOperator",
+                            "SlowPath",
+                            "BatchAssembler",
+                            "TrainerSink",
+                            "RUNNING");
+            Path shot = Path.of("target", "webui.png").toAbsolutePath();
+            Files.deleteIfExists(shot);
+            browse(chromium, "--screenshot=" + shot, page);
+            byte[] png = Files.readAllBytes(shot);
+            assertThat(png.length).isGreaterThan(10_000);
+            assertThat(new String(png, 1, 3, java.nio.charset.StandardCharsets.US_ASCII))
+                    .isEqualTo("PNG");
+        } finally {
+            if (job != null) {
+                // The page's "Cancel Job" makes this call (web.cancel.enable is on).
+                http.send(
+                        HttpRequest.newBuilder(base.resolve("/jobs/" + job + "?mode=cancel"))
+                                .method("PATCH", HttpRequest.BodyPublishers.noBody())
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
+            }
+        }
+        MainTest.Run run = training.get(60, TimeUnit.SECONDS);
+        assertThat(run.err()).contains("the job was cancelled");
+    }
+
+    /** The id of the training's job once it runs. */
+    private static String runningJob(
+            HttpClient http, URI base, CompletableFuture<MainTest.Run> training) throws Exception {
+        while (!training.isDone()) {
+            try {
+                String jobs = get(http, base, "/jobs");
+                Map<?, ?> parsed = (Map<?, ?>) JsonParser.parse(jobs);
+                for (Object j : (List<?>) parsed.get("jobs")) {
+                    Map<?, ?> job = (Map<?, ?>) j;
+                    if ("RUNNING".equals(job.get("status"))) {
+                        return (String) job.get("id");
+                    }
+                }
+            } catch (java.io.IOException notYet) {
+                // the cluster is still starting
+            }
+            Thread.sleep(100);
+        }
+        MainTest.Run run = training.get();
+        return fail("the run ended before its job ran: %s %s", run.status(), run.err());
+    }
+
+    private static String get(HttpClient http, URI base, String path) throws Exception {
+        HttpResponse<String> r =
+                http.send(
+                        HttpRequest.newBuilder(base.resolve(path)).GET().build(),
+                        HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as("%s: %s", path, r.body()).isEqualTo(200);
+        return r.body();
+    }
+
+    /** Runs headless Chromium on {@code url} with {@code action}; its stdout. */
+    private String browse(String chromium, String action, String url) throws Exception {
+        Path out = Files.createTempFile(dir, "chromium", ".out");
+        Process p =
+                new ProcessBuilder(
+                                chromium,
+                                "--headless=new",
+                                "--no-sandbox", // CI runs as root
+                                "--disable-gpu",
+                                "--disable-dev-shm-usage",
+                                "--hide-scrollbars",
+                                "--user-data-dir=" + dir.resolve("profile"),
+                                "--window-size=1400,900",
+                                "--virtual-time-budget=10000",
+                                action,
+                                url)
+                        .redirectOutput(out.toFile())
+                        .redirectError(dir.resolve("chromium.err").toFile())
+                        .start();
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            fail("chromium did not finish within 60 s: %s", url);
+        }
+        assertThat(p.exitValue())
+                .as("chromium %s: %s", action, Files.readString(dir.resolve("chromium.err")))
+                .isZero();
+        return Files.readString(out);
+    }
+
+    /**
+     * Chromium from PATH. Without it the test is skipped on a workstation, but fails under CI
+     * (which installs it), so that CI never passes it by skipping.
+     */
+    private static String chromium() {
+        for (String dirName : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+            for (String name : List.of("chromium", "chromium-browser")) {
+                Path candidate = Path.of(dirName, name);
+                if (Files.isExecutable(candidate)) {
+                    return candidate.toString();
+                }
+            }
+        }
+        if (System.getenv("CI") != null) {
+            return fail("chromium is not installed (Debian: apt-get install chromium)");
+        }
+        Assumptions.abort("chromium is not installed (Debian: apt-get install chromium)");
+        return null;
+    }
+}
