@@ -789,7 +789,12 @@ public final class TrainCommand implements Callable<Integer> {
                     }
                     double seconds = (now - lastNanos) / 1e9;
                     double rate = (t.samples() - last.samples()) / seconds;
-                    double busy = (t.busyNanos() - last.busyNanos()) / 1e9 / seconds / devices;
+                    // A step counts as busy when it ends, all of it: one that began in the
+                    // last interval would push this one's share past 100 %.
+                    double busy =
+                            Math.min(
+                                    1.0,
+                                    (t.busyNanos() - last.busyNanos()) / 1e9 / seconds / devices);
                     last = t;
                     lastNanos = now;
                     String line =
