@@ -66,7 +66,13 @@ public final class GpuProbe {
         thread.start();
         try {
             Gpus gpus = task.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            LOG.info("{}", gpus.reason());
+            if (gpus.present()) {
+                LOG.info("{}", gpus.reason());
+            } else {
+                // Every CPU run: not news. Asking for a GPU (--devices gpu) prints the reason
+                // with the fallback to the CPU.
+                LOG.debug("{}", gpus.reason());
+            }
             return gpus;
         } catch (TimeoutException e) {
             long ms = timeout.toMillis();
