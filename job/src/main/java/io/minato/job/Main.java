@@ -143,6 +143,20 @@ public final class Main {
         return found;
     }
 
+    /**
+     * Whether the job could not start from its checkpoint because the checkpoint holds state of an
+     * operator this build's dataflow lacks (written by a build whose dataflow differs).
+     */
+    static boolean checkpointMismatchInJob(Throwable e) {
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            if (String.valueOf(t.getMessage())
+                    .contains("Cannot map checkpoint/savepoint state for operator")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether the job ended because it was cancelled ({@code flink cancel}, the web UI). */
     static boolean cancelledInJob(Throwable e) {
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {

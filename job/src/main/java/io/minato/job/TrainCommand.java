@@ -666,6 +666,16 @@ public final class TrainCommand implements Callable<Integer> {
                             + " jar> train --resume "
                             + run);
         }
+        if (Main.checkpointMismatchInJob(e)) {
+            // Flink suggests --allowNonRestoredState, which would drop the source's position
+            // and train the run again from its start.
+            return new Main.Stopped(
+                    "the checkpoint to continue "
+                            + run
+                            + " from was written by a build whose dataflow differs from this"
+                            + " one's (Flink cannot map its operators' state to this job):"
+                            + " continue it with the build that wrote it, or start a new run");
+        }
         if (Main.cancelledInJob(e)) {
             return stoppedWithResume("the job was cancelled", run, "");
         }

@@ -185,6 +185,26 @@ class MainTest {
                 .isNull();
     }
 
+    /** The failure Flink 2.3 gives for a checkpoint of a dataflow with other operators. */
+    @Test
+    void shouldTellACheckpointOfAnotherDataflowFromOtherFailures() {
+        var mismatch =
+                new IllegalStateException(
+                        "Failed to rollback to checkpoint/savepoint file:/r/checkpoints/j/chk-11."
+                                + " Cannot map checkpoint/savepoint state for operator"
+                                + " f56927c740715d6ee8aa216ab4dd0459 to the new program, because"
+                                + " the operator is not available in the new program.");
+        var wrapped =
+                new RuntimeException(
+                        "Could not start the JobMaster.",
+                        new java.util.concurrent.CompletionException(mismatch));
+        assertThat(Main.checkpointMismatchInJob(wrapped)).isTrue();
+        assertThat(
+                        Main.checkpointMismatchInJob(
+                                new RuntimeException("x", new IllegalStateException("y"))))
+                .isFalse();
+    }
+
     @Test
     void shouldTellACancelledJobFromOtherFailuresAlsoWhenFlinkSerializedTheCause() {
         var cancelled =
