@@ -2,7 +2,6 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.job.generate.KitsLikeGenerator;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -24,10 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 class ApplicationModeIT {
     @Test
     void shouldTrainAndReportWhenTheJobManagerRunsMain(@TempDir Path tmp) throws Exception {
-        Path jar = Path.of("target", "minato-job.jar").toAbsolutePath();
-        assertThat(jar).as("built by the package phase").isRegularFile();
-        Path data = tmp.resolve("data");
-        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(data);
+        Path jar = FlinkRunIT.jobJar();
+        Path data = FlinkRunIT.generatedData(tmp);
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
         List<String> ports =

@@ -49,10 +49,8 @@ class FlinkRunIT {
     @Test
     void shouldTrainWhenTheJarIsSubmittedWithFlinkRun(
             @InjectClusterClient ClusterClient<?> client, @TempDir Path tmp) throws Exception {
-        Path jar = Path.of("target", "minato-job.jar").toAbsolutePath();
-        assertThat(jar).as("built by the package phase").isRegularFile();
-        Path data = tmp.resolve("data");
-        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(data);
+        Path jar = jobJar();
+        Path data = generatedData(tmp);
 
         Path report = tmp.resolve("report.json");
         Path run = tmp.resolve("run");
@@ -96,9 +94,8 @@ class FlinkRunIT {
     @Test
     void shouldWriteItsOwnReportWhenSubmittedDetached(
             @InjectClusterClient ClusterClient<?> client, @TempDir Path tmp) throws Exception {
-        Path jar = Path.of("target", "minato-job.jar").toAbsolutePath();
-        Path data = tmp.resolve("data");
-        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(data);
+        Path jar = jobJar();
+        Path data = generatedData(tmp);
         Path report = tmp.resolve("report.json");
         Path run = tmp.resolve("run");
         String log =
@@ -205,6 +202,20 @@ class FlinkRunIT {
      * This JVM's classpath without the job (its modules' jars and class folders, picocli): Flink,
      * DJL and their dependencies.
      */
+    /** The shaded job jar, as the package phase built it for this verify. */
+    static Path jobJar() {
+        Path jar = Path.of("target", "minato-job.jar").toAbsolutePath();
+        assertThat(jar).as("built by the package phase").isRegularFile();
+        return jar;
+    }
+
+    /** Five small generated cases in {@code tmp/data}: four to train on, one held out. */
+    static Path generatedData(Path tmp) throws java.io.IOException {
+        Path data = tmp.resolve("data");
+        KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(4).build().generate(data);
+        return data;
+    }
+
     static String clusterClasspath() {
         return Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
                 .filter(e -> !e.contains("/info/picocli/"))

@@ -122,11 +122,6 @@ public final class SampleHandoff {
                 && (n >= reservedSamples || bytes + size > boundBytes);
     }
 
-    /** Bytes a patch occupies: float32 image and uint8 label. */
-    static long bytesOf(Patch p) {
-        return 5 * p.shape().voxels();
-    }
-
     /**
      * Parks the patch of {@code task}, waiting up to {@link #WAIT_NANOS} for room.
      *
@@ -134,7 +129,7 @@ public final class SampleHandoff {
      *     inline
      */
     public boolean offer(SampleTask task, Patch patch) {
-        return offer(new Key(task, Kind.PATCH), patch, bytesOf(patch));
+        return offer(new Key(task, Kind.PATCH), patch, patch.bytes());
     }
 
     /**

@@ -31,6 +31,11 @@ public final class Patch {
         return label;
     }
 
+    /** Bytes its arrays occupy: float32 image and uint8 label. */
+    public long bytes() {
+        return 5 * shape.voxels();
+    }
+
     public boolean sameContent(Patch other) {
         return shape.equals(other.shape)
                 && Arrays.equals(image, other.image)

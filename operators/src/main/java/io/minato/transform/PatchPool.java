@@ -41,7 +41,7 @@ public final class PatchPool {
             ArrayDeque<Patch> q = free.get(shape.voxels());
             old = q == null ? null : q.pollFirst();
             if (old != null) {
-                bytes -= bytesOf(old);
+                bytes -= old.bytes();
                 reused++;
             } else {
                 allocated++;
@@ -62,7 +62,7 @@ public final class PatchPool {
         if (patch == null) {
             return;
         }
-        long size = bytesOf(patch);
+        long size = patch.bytes();
         synchronized (this) {
             if (bytes + size > boundBytes) {
                 return;
@@ -85,9 +85,5 @@ public final class PatchPool {
     /** Bytes waiting here now. */
     public synchronized long bytes() {
         return bytes;
-    }
-
-    private static long bytesOf(Patch p) {
-        return 5 * p.shape().voxels();
     }
 }

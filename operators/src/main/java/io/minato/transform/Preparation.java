@@ -493,7 +493,7 @@ public final class Preparation {
     public long heldBytes() {
         long bytes = 256;
         if (patch != null) {
-            bytes += 5 * patch.shape().voxels();
+            bytes += patch.bytes();
         }
         if (scan != null) {
             bytes += 4L * scan.shape().h() * scan.shape().w();
