@@ -15,10 +15,10 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.trainer.TrainerSink;
 import io.minato.transform.TransformConfig;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -74,9 +74,9 @@ public final class LoaderJob {
     static final long HANDOFF_FLUSH_MS = 0;
 
     private final Settings settings;
-    private final Sink<Batch> sink;
+    private final TrainerSink sink;
 
-    public LoaderJob(Settings settings, Sink<Batch> sink) {
+    public LoaderJob(Settings settings, TrainerSink sink) {
         this.settings = settings;
         this.sink = sink;
     }
@@ -95,8 +95,7 @@ public final class LoaderJob {
                     case inorder -> inOrder(tasks);
                     case djl -> djl(tasks);
                 };
-        batches.sinkTo(sink)
-                .name("TrainerSink")
+        sink.trainOn(batches)
                 .uid("trainer-sink")
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);

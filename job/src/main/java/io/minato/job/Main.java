@@ -6,6 +6,7 @@ import io.minato.job.profile.ProfileCommand;
 import io.minato.job.profile.StepTimeCommand;
 import io.minato.job.report.PlotCommand;
 import io.minato.npy.NpyFormatException;
+import io.minato.trainer.gpu.FlinkGpus;
 import org.apache.flink.util.SerializedThrowable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -155,6 +156,21 @@ public final class Main {
             }
         }
         return false;
+    }
+
+    /**
+     * The message of a TaskManager short of the GPUs the job was configured to take from Flink
+     * ({@link FlinkGpus.Shortage}) among the causes of a failed job, or null.
+     */
+    static String gpuShortageInJob(Throwable e) {
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            if (className(t).equals(FlinkGpus.Shortage.class.getName())) {
+                String m = originalMessage(t);
+                String prefix = FlinkGpus.Shortage.class.getName() + ": ";
+                return m.startsWith(prefix) ? m.substring(prefix.length()) : m;
+            }
+        }
+        return null;
     }
 
     /** Whether the job ended because it was cancelled ({@code flink cancel}, the web UI). */

@@ -18,6 +18,7 @@ import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
 import io.minato.trainer.gpu.DeviceSpec;
+import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.trainer.unet.Unet3d;
 import java.io.PrintWriter;
@@ -305,11 +306,21 @@ public final class TrainCommand implements Callable<Integer> {
         AcceleratorFactory acceleratorFactory;
         DjlAccelerator.Settings optimizer = null;
         try {
-            dev = DeviceSpec.parse(devices);
+            // Submitted to a cluster whose TaskManagers get GPUs from Flink: the trainers take
+            // theirs there; this machine's GPUs (a client's) do not matter.
+            long flinkGpus =
+                    embedded
+                            ? 0
+                            : FlinkGpus.amount(
+                                    StreamExecutionEnvironment.getExecutionEnvironment()
+                                            .getConfiguration());
+            dev = DeviceSpec.parseForCluster(devices, flinkGpus);
             dev.fallbackNotice().ifPresent(err::println);
             timeoutPolicy = TimeoutPolicy.parse(timeout);
             if (accelerator.equals("real")) {
-                dev = withTorchDevices(dev, err);
+                if (!dev.fromFlink()) {
+                    dev = withTorchDevices(dev, err);
+                }
                 if (data.patchEdge() % Unet3d.PATCH_DIVISOR != 0) {
                     throw new IllegalArgumentException(
                             "--patch "
@@ -330,12 +341,7 @@ public final class TrainCommand implements Callable<Integer> {
                                 warmupStartLr,
                                 lrDecaySteps,
                                 lrDecayFactor);
-                acceleratorFactory =
-                        new DjlAccelerator.Factory(
-                                optimizer,
-                                dev.devices().stream()
-                                        .map(d -> d.isGpu() ? "gpu:" + d.index() : "cpu")
-                                        .toList());
+                acceleratorFactory = new DjlAccelerator.Factory(optimizer, dev.names());
             } else {
                 acceleratorFactory = SimulatedAccelerator.parse(accelerator);
             }
@@ -649,9 +655,9 @@ public final class TrainCommand implements Callable<Integer> {
 
     /**
      * The failures of a running job that one line says all about, with how to go on: the JobManager
-     * lost under {@code flink run}, the job cancelled, a full disk (named in a cause, or the run
-     * directory's file system nearly full, as when the TaskManager was lost to it); null for any
-     * other.
+     * lost under {@code flink run}, the job cancelled, TaskManagers without the GPUs the
+     * configuration promises, a full disk (named in a cause, or the run directory's file system
+     * nearly full, as when the TaskManager was lost to it); null for any other.
      */
     private static RuntimeException oneLine(Exception e, Path run, boolean embedded) {
         String lost = embedded ? null : Main.connectionLostInJob(e);
@@ -678,6 +684,10 @@ public final class TrainCommand implements Callable<Integer> {
         }
         if (Main.cancelledInJob(e)) {
             return stoppedWithResume("the job was cancelled", run, "");
+        }
+        String gpus = Main.gpuShortageInJob(e);
+        if (gpus != null) {
+            return new Main.Stopped(gpus);
         }
         String full = Main.diskFullInJob(e);
         if (full == null && OutputPaths.nearlyFull(run)) {

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,10 +24,83 @@ import org.junit.jupiter.api.io.TempDir;
 class ApplicationModeIT {
     @Test
     void shouldTrainAndReportWhenTheJobManagerRunsMain(@TempDir Path tmp) throws Exception {
-        Path jar = FlinkRunIT.jobJar();
-        Path data = FlinkRunIT.generatedData(tmp);
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
+        runApplication(
+                tmp,
+                List.of("--accelerator", "simulated:10", "--run-dir", run.toString()),
+                report,
+                List.of(),
+                List.of(),
+                Map.of());
+        // 4 training cases x 2 epochs, every one once, in the report the job wrote itself.
+        assertThat(report).content().contains("\"delivered\": 8", "\"dice\": null");
+        assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 8);
+        assertThat(run.resolve(RunArgs.FINISHED)).exists();
+    }
+
+    /**
+     * GPUs the Flink way: the TaskManager discovers its GPUs through Flink's external resource
+     * framework (here a driver plugin that reports GPUs 5 and 3, as Flink's GPU driver reports what
+     * nvidia-smi lists), the job trains on as many devices as {@code external-resource.gpu.amount}
+     * says, and each trainer takes its GPU from its task's runtime context. This TaskManager's
+     * PyTorch is a CPU build, so each trainer says which GPU it got and trains on the CPU.
+     */
+    @Test
+    void shouldGiveEachTrainerAGpuFromFlinksExternalResources(@TempDir Path tmp) throws Exception {
+        Path plugins = tmp.resolve("plugins");
+        ListedGpuDriverFactory.writePlugin(plugins.resolve("listed-gpus"));
+        List<String> gpus =
+                List.of("-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=2");
+        List<String> driver =
+                List.of(
+                        "-D",
+                        "external-resource.gpu.driver-factory.class="
+                                + ListedGpuDriverFactory.class.getName(),
+                        "-D",
+                        "external-resource.gpu.param.indices=5,3");
+        Path run = tmp.resolve("run");
+        Path report = tmp.resolve("report.json");
+        runApplication(
+                tmp,
+                List.of(
+                        "--accelerator",
+                        "real",
+                        "--width",
+                        "0.125",
+                        "--devices",
+                        "gpu",
+                        "--run-dir",
+                        run.toString()),
+                report,
+                gpus,
+                concat(gpus, driver),
+                Map.of("FLINK_PLUGINS_DIR", plugins.toString()));
+
+        assertThat(report).content().contains("\"delivered\": 8", "\"devices\": 2");
+        assertThat(Files.readString(tmp.resolve("tm.log")))
+                .contains(
+                        "device 0: Flink gave this TaskManager GPU 3 (Flink GPUs [3, 5]), but its"
+                                + " PyTorch sees 0 GPU(s) (a CPU build of libtorch?): training on"
+                                + " the CPU",
+                        "device 1: Flink gave this TaskManager GPU 5 (Flink GPUs [3, 5])");
+    }
+
+    /**
+     * Runs {@code Main train} with {@code args} on 4 generated cases x 2 epochs in a standalone
+     * application cluster (a JobManager and a TaskManager, each its own JVM) until the application
+     * succeeds.
+     */
+    private static void runApplication(
+            Path tmp,
+            List<String> args,
+            Path report,
+            List<String> jobManagerConf,
+            List<String> taskManagerConf,
+            Map<String, String> taskManagerEnv)
+            throws Exception {
+        Path jar = FlinkRunIT.jobJar();
+        Path data = FlinkRunIT.generatedData(tmp);
         List<String> ports =
                 List.of(
                         "-D",
@@ -40,6 +114,7 @@ class ApplicationModeIT {
         jobManager.addAll(List.of("--configDir", flinkConf().toString()));
         jobManager.addAll(ports);
         jobManager.addAll(List.of("-D", "jobmanager.memory.process.size=1g"));
+        jobManager.addAll(jobManagerConf);
         jobManager.addAll(
                 List.of(
                         "--job-classname",
@@ -53,13 +128,10 @@ class ApplicationModeIT {
                         "2",
                         "--eval-cases",
                         "1",
-                        "--accelerator",
-                        "simulated:10",
                         "--no-web-ui",
-                        "--run-dir",
-                        run.toString(),
                         "--report",
                         report.toString()));
+        jobManager.addAll(args);
         // What Flink's taskmanager.sh does (and scripts/cluster): the TaskManager's JVM flags
         // and memory settings, worked out from the configuration by BashJavaUtils.
         List<String> resources = java(jar, tmp.resolve("bash-java-utils.log"));
@@ -71,7 +143,7 @@ class ApplicationModeIT {
                         flinkConf().toString(),
                         "-D",
                         "taskmanager.memory.process.size=2g"));
-        Process sizing = start(resources, tmp.resolve("sizing.out"));
+        Process sizing = start(resources, tmp.resolve("sizing.out"), Map.of());
         assertThat(sizing.waitFor(2, TimeUnit.MINUTES)).isTrue();
         List<String> result =
                 Files.readAllLines(tmp.resolve("sizing.out")).stream()
@@ -86,9 +158,10 @@ class ApplicationModeIT {
         taskManager.addAll(List.of("--configDir", flinkConf().toString()));
         taskManager.addAll(ports);
         taskManager.addAll(Arrays.asList(result.get(1).split("\\s+")));
+        taskManager.addAll(taskManagerConf);
 
-        Process jm = start(jobManager, tmp.resolve("jm.out"));
-        Process tm = start(taskManager, tmp.resolve("tm.out"));
+        Process jm = start(jobManager, tmp.resolve("jm.out"), Map.of());
+        Process tm = start(taskManager, tmp.resolve("tm.out"), taskManagerEnv);
         try {
             boolean ended = jm.waitFor(4, TimeUnit.MINUTES);
             String out = Files.readString(tmp.resolve("jm.out"));
@@ -97,6 +170,7 @@ class ApplicationModeIT {
                     .isTrue();
             assertThat(jm.exitValue()).as(out).isZero();
             assertThat(Files.readString(tmp.resolve("jm.log")))
+                    .as(out)
                     .contains(
                             "Shutting StandaloneApplicationClusterEntryPoint down with"
                                     + " application status SUCCEEDED");
@@ -105,10 +179,12 @@ class ApplicationModeIT {
             tm.destroyForcibly();
             tm.waitFor(30, TimeUnit.SECONDS);
         }
-        // 4 training cases x 2 epochs, every one once, in the report the job wrote itself.
-        assertThat(report).content().contains("\"delivered\": 8", "\"dice\": null");
-        assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 8);
-        assertThat(run.resolve(RunArgs.FINISHED)).exists();
+    }
+
+    private static List<String> concat(List<String> a, List<String> b) {
+        List<String> all = new ArrayList<>(a);
+        all.addAll(b);
+        return all;
     }
 
     /** A JVM on Flink's and the job's classpath, as a cluster with the jar in its lib/ has. */
@@ -124,11 +200,12 @@ class ApplicationModeIT {
         return command;
     }
 
-    private static Process start(List<String> command, Path out) throws IOException {
-        return new ProcessBuilder(command)
-                .redirectErrorStream(true)
-                .redirectOutput(out.toFile())
-                .start();
+    private static Process start(List<String> command, Path out, Map<String, String> env)
+            throws IOException {
+        ProcessBuilder process =
+                new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(out.toFile());
+        process.environment().putAll(env);
+        return process.start();
     }
 
     private static Path flinkConf() {

@@ -155,6 +155,58 @@ class FlinkRunIT {
         assertThat(run.resolve(RunArgs.FINISHED)).exists();
     }
 
+    /**
+     * A client configured for GPUs from Flink's external resource framework (as a cluster's
+     * config.yaml would be) submitting to TaskManagers that have none: the job stops with one line
+     * that says what to configure, not after training on the CPU unnoticed.
+     */
+    @Test
+    void shouldSayInOneLineWhenTheTaskManagersHaveNoneOfTheGpusTheConfigurationPromises(
+            @InjectClusterClient ClusterClient<?> client, @TempDir Path tmp) throws Exception {
+        Path data = generatedData(tmp);
+        Process p =
+                start(
+                        flinkCommand(
+                                client,
+                                tmp,
+                                List.of(
+                                        "run",
+                                        "-Dexternal-resources=gpu",
+                                        "-Dexternal-resource.gpu.amount=1",
+                                        jobJar().toString(),
+                                        "train",
+                                        "--data",
+                                        data.toString(),
+                                        "--patch",
+                                        "32",
+                                        "--epochs",
+                                        "1",
+                                        "--eval-cases",
+                                        "1",
+                                        "--run-dir",
+                                        tmp.resolve("run").toString())),
+                        tmp);
+        assertThat(p.waitFor(5, TimeUnit.MINUTES)).isTrue();
+        String log = Files.readString(tmp.resolve("client.log"));
+        assertThat(p.exitValue()).as(log).isNotZero();
+        assertThat(log)
+                .as(log)
+                .contains(
+                        "error: the job trains on 1 GPU(s) from Flink's external resource framework, but this TaskManager got"
+                                + " none: set external-resources: gpu and"
+                                + " external-resource.gpu.amount: 1 in the TaskManagers'"
+                                + " config.yaml")
+                .doesNotContain("\tat ");
+    }
+
+    /** Starts the client, its output into {@code tmp/client.log}. */
+    private static Process start(List<String> command, Path tmp) throws java.io.IOException {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().put("FLINK_CONF_DIR", tmp.resolve("conf").toString());
+        pb.redirectOutput(tmp.resolve("client.log").toFile());
+        return pb.start();
+    }
+
     /** Flink's command line client with {@code args}, configured for the test's cluster. */
     private static List<String> flinkCommand(ClusterClient<?> client, Path tmp, List<String> args)
             throws java.io.IOException {
@@ -184,10 +236,7 @@ class FlinkRunIT {
 
     /** Runs the client to its end (5 minutes at most) and returns its output; exit status 0. */
     private static String runToEnd(List<String> command, Path tmp) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
-        pb.environment().put("FLINK_CONF_DIR", tmp.resolve("conf").toString());
-        pb.redirectOutput(tmp.resolve("client.log").toFile());
-        Process p = pb.start();
+        Process p = start(command, tmp);
         boolean ended = p.waitFor(5, TimeUnit.MINUTES);
         if (!ended) {
             p.destroyForcibly();

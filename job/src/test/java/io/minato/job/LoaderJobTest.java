@@ -47,7 +47,6 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.jobgraph.JobVertex;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -140,7 +139,9 @@ class LoaderJobTest {
                                 1,
                                 TimeoutPolicy.parse("auto"),
                                 true),
-                        new DiscardingSink<>())
+                        TrainerSink.builder()
+                                .setAccelerator(new SimulatedAccelerator.Factory(1))
+                                .build())
                 .build(env);
         List<JobVertex> workers = new ArrayList<>();
         for (JobVertex v : env.getStreamGraph().getJobGraph().getVertices()) {

@@ -73,8 +73,8 @@ class WebUiBrowserTest {
                             "AugmentOperator.samplesSlow",
                             "AugmentOperator.timeoutMs",
                             "SlowPath.samplesFinished",
-                            "TrainerSink__Writer.queueDepth",
-                            "TrainerSink__Writer.busyMillis");
+                            "TrainerSink.queueDepth",
+                            "TrainerSink.busyMillis");
             for (int attempt = 0; attempt < 100; attempt++) {
                 names.clear();
                 metrics.setLength(0);
@@ -96,7 +96,7 @@ class WebUiBrowserTest {
                     .containsExactly(
                             "Source: SampleSource -> SampleTask -> AugmentOperator",
                             "SlowPath",
-                            "BatchAssembler -> TrainerSink: Writer");
+                            "BatchAssembler -> TrainerSink");
             for (String metric : ours) {
                 assertThat(metrics.toString()).contains("." + metric + "\"");
             }

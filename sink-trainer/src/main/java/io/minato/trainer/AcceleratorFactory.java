@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.trainer.gpu.FlinkGpus;
 import java.io.Serializable;
 
 /**
@@ -14,4 +15,14 @@ public interface AcceleratorFactory extends Serializable {
      * @param devices how many devices (sink subtasks) train together
      */
     Accelerator create(int device, int devices) throws Exception;
+
+    /**
+     * As {@link #create(int, int)}, on a TaskManager that has {@code gpus} from Flink's external
+     * resource framework (none on an embedded cluster, or where the TaskManagers' configuration has
+     * no {@code external-resources: gpu}). A factory whose devices are Flink's takes its GPU from
+     * there; the others ignore it.
+     */
+    default Accelerator create(int device, int devices, FlinkGpus gpus) throws Exception {
+        return create(device, devices);
+    }
 }

@@ -19,6 +19,7 @@ import ai.djl.util.Pair;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.trainer.gpu.DeviceSpec;
+import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.unet.DiceCeLoss;
 import io.minato.trainer.unet.Unet3d;
@@ -35,6 +36,8 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Real training on one device: the MLPerf 3D-UNet in DJL (PyTorch engine), Dice + cross-entropy,
@@ -51,6 +54,7 @@ import java.util.List;
  * run continues with both.
  */
 public final class DjlAccelerator implements Accelerator {
+    private static final Logger LOG = LoggerFactory.getLogger(DjlAccelerator.class);
     public static final String MODEL_NAME = "unet3d";
 
     private static final int STATE_MAGIC = 0x4D4E5331; // "MNS1"
@@ -149,8 +153,9 @@ public final class DjlAccelerator implements Accelerator {
     /**
      * Creates the trainer of each device.
      *
-     * @param devices device names per device index ("cpu", "gpu:1" or "gpu1"); empty: all on the
-     *     CPU
+     * @param devices device names per device index ("cpu", "gpu:1" or "gpu1", or {@link
+     *     FlinkGpus#DEVICE_NAME}: the GPU Flink's external resource framework gave the trainer's
+     *     TaskManager); empty: all on the CPU
      */
     public record Factory(Settings settings, List<String> devices) implements AcceleratorFactory {
         public Factory {
@@ -163,12 +168,48 @@ public final class DjlAccelerator implements Accelerator {
 
         @Override
         public Accelerator create(int device, int count) {
+            return create(device, count, FlinkGpus.of(List.of()));
+        }
+
+        @Override
+        public Accelerator create(int device, int count, FlinkGpus gpus) {
+            if (!devices.isEmpty() && devices.get(device).equals(FlinkGpus.DEVICE_NAME)) {
+                int gpu = gpus.forReplica(device, count);
+                int torchGpus = Engine.getEngine("PyTorch").getGpuCount();
+                if (gpu < torchGpus) {
+                    LOG.info(
+                            "device {}: GPU {} from Flink's external resource '{}' ({})",
+                            device,
+                            gpu,
+                            FlinkGpus.RESOURCE,
+                            gpus);
+                    return new DjlAccelerator(settings, Device.gpu(gpu));
+                }
+                LOG.warn(
+                        "device {}: Flink gave this TaskManager GPU {} ({}), but its PyTorch sees"
+                                + " {} GPU(s) (a CPU build of libtorch?): training on the CPU",
+                        device,
+                        gpu,
+                        gpus,
+                        torchGpus);
+                return new DjlAccelerator(settings, Device.cpu());
+            }
             return new DjlAccelerator(settings, device(device));
         }
 
-        /** The DJL device of replica {@code device}. */
+        /**
+         * The DJL device of replica {@code device}; for a GPU of Flink's, which only its
+         * TaskManager knows, this JVM's first GPU if its PyTorch has one, else the CPU (where the
+         * client evaluates the model).
+         */
         public Device device(int device) {
-            return devices.isEmpty() ? Device.cpu() : DeviceSpec.djlDevice(devices.get(device));
+            if (devices.isEmpty()) {
+                return Device.cpu();
+            }
+            if (devices.get(device).equals(FlinkGpus.DEVICE_NAME)) {
+                return Engine.getEngine("PyTorch").getGpuCount() > 0 ? Device.gpu(0) : Device.cpu();
+            }
+            return DeviceSpec.djlDevice(devices.get(device));
         }
     }
 

@@ -3,26 +3,33 @@ package io.minato.trainer;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
-import io.minato.sample.SampleHandoff;
+import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
+import java.io.Serializable;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
+import org.apache.flink.api.common.JobInfo;
 import org.apache.flink.api.common.TaskInfo;
-import org.apache.flink.api.connector.sink2.Sink;
-import org.apache.flink.api.connector.sink2.SupportsWriterState;
-import org.apache.flink.api.connector.sink2.WriterInitContext;
-import org.apache.flink.core.io.SimpleVersionedSerializer;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 
 /**
  * The end of the dataflow: one subtask per device trains on that device's batches, behind a bounded
  * batch queue, with the queue, counters and model state in Flink checkpoints. Run it with
- * parallelism = devices, routing batches of device i to subtask i.
+ * parallelism = devices, routing batches of device i to subtask i ({@link #trainOn}).
+ *
+ * <p>A sink in the dataflow's sense, built as an operator ({@link TrainerOperator}) rather than a
+ * Sink V2: a sink writer is not given the task's runtime context, and with it the GPUs of Flink's
+ * external resource framework ({@link FlinkGpus}).
  */
-public final class TrainerSink
-        implements Sink<Batch>, SupportsWriterState<Batch, TrainerWriterState> {
+public final class TrainerSink implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** The operator's name, in the web UI and in metric names. */
+    public static final String NAME = "TrainerSink";
 
     /** Batches a device's queue holds, the one in training included: double buffering. */
     public static final int DEFAULT_QUEUE_DEPTH = 2;
@@ -62,18 +69,24 @@ public final class TrainerSink
         return queueDepth;
     }
 
-    @Override
-    public TrainerSinkWriter createWriter(WriterInitContext context) throws IOException {
-        return newWriter(context, null);
+    /**
+     * Adds the trainers behind {@code batches}, named {@code TrainerSink} (chained to the operator
+     * before it where Flink can); the caller sets the uid and the parallelism, which must be the
+     * number of devices, and routes batches of device i to subtask i.
+     */
+    public SingleOutputStreamOperator<Void> trainOn(DataStream<Batch> batches) {
+        return batches.transform(NAME, Types.VOID, new TrainerOperator(this));
     }
 
-    @Override
-    public TrainerSinkWriter restoreWriter(
-            WriterInitContext context, Collection<TrainerWriterState> states) throws IOException {
-        int device = context.getTaskInfo().getIndexOfThisSubtask();
-        List<TrainerWriterState> mine = new ArrayList<>(states);
-        if (mine.size() > 1 || (mine.size() == 1 && mine.get(0).device() != device)) {
-            List<Integer> devices = mine.stream().map(TrainerWriterState::device).toList();
+    /**
+     * This subtask's checkpointed state from {@code states}, or null after none.
+     *
+     * @throws IOException when the states are another device's (another parallelism)
+     */
+    static TrainerWriterState restoredState(int device, List<TrainerWriterState> states)
+            throws IOException {
+        if (states.size() > 1 || (states.size() == 1 && states.get(0).device() != device)) {
+            List<Integer> devices = states.stream().map(TrainerWriterState::device).toList();
             throw new IOException(
                     "trainer sink subtask "
                             + device
@@ -82,31 +95,32 @@ public final class TrainerSink
                             + ": restore with the parallelism (number of devices) of the"
                             + " checkpoint");
         }
-        // What the failed attempt parked has no taker now (the in-order loaders hand batches on).
-        SampleHandoff.jvm().dropAll();
-        return newWriter(context, mine.isEmpty() ? null : mine.get(0));
+        return states.isEmpty() ? null : states.get(0);
     }
 
-    @Override
-    public SimpleVersionedSerializer<TrainerWriterState> getWriterStateSerializer() {
-        return new TrainerWriterStateSerializer();
-    }
-
-    private TrainerSinkWriter newWriter(WriterInitContext context, TrainerWriterState restored)
+    /**
+     * The trainer of subtask {@code task}: its accelerator on the device it is given ({@code gpus}:
+     * what Flink's external resource framework gave this TaskManager), restored from {@code
+     * restored} (null: a fresh start).
+     */
+    TrainerSinkWriter createWriter(
+            TaskInfo task,
+            JobInfo job,
+            MetricGroup metrics,
+            FlinkGpus gpus,
+            TrainerWriterState restored)
             throws IOException {
-        TaskInfo task = context.getTaskInfo();
         int device = task.getIndexOfThisSubtask();
         Accelerator acc;
         try {
-            acc = accelerator.create(device, task.getNumberOfParallelSubtasks());
+            acc = accelerator.create(device, task.getNumberOfParallelSubtasks(), gpus);
         } catch (Exception e) {
-            throw new IOException("device " + device + ": cannot create the accelerator: " + e, e);
+            throw new IOException(
+                    "device " + device + ": cannot create the accelerator: " + e.getMessage(), e);
         }
         try {
             // Replicas of one run attempt meet in one group; a restart gets a fresh one.
-            String group =
-                    WorkerScheduler.key(
-                            context.getJobInfo().getJobId().toString(), task.getAttemptNumber());
+            String group = WorkerScheduler.key(job.getJobId().toString(), task.getAttemptNumber());
             TrainerSinkWriter writer =
                     new TrainerSinkWriter(
                             device,
@@ -117,7 +131,7 @@ public final class TrainerSink
                             recipe,
                             traceDir == null ? null : Path.of(traceDir),
                             outputDir == null ? null : Path.of(outputDir),
-                            context.metricGroup(),
+                            metrics,
                             restored);
             writer.onRunEnd(runEnd);
             return writer;

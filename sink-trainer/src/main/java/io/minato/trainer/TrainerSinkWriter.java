@@ -20,10 +20,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.flink.api.connector.sink2.StatefulSinkWriter;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
-import org.apache.flink.metrics.groups.SinkWriterMetricGroup;
+import org.apache.flink.metrics.MetricGroup;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * exports the gauges {@value GpuMonitor#UTILIZATION_GAUGE} and {@value
  * GpuMonitor#MEMORY_USED_GAUGE}; without a GPU there is no such thread and the gauges read -1.
  */
-public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, TrainerWriterState> {
+public final class TrainerSinkWriter implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(TrainerSinkWriter.class);
     private static final long CLOSE_JOIN_MILLIS = 60_000;
@@ -87,7 +86,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     private final Counter fastMetric;
     private final Counter slowMetric;
     private final Counter preparedAgain;
-    private final Counter recordsSend;
+    private final Counter samplesMetric;
 
     TrainerSinkWriter(
             int device,
@@ -95,7 +94,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             Accelerator accelerator,
             Path traceDir,
             Path outputDir,
-            SinkWriterMetricGroup metrics,
+            MetricGroup metrics,
             TrainerWriterState restored)
             throws IOException {
         this(
@@ -124,7 +123,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
             SampleRecipe recipe,
             Path traceDir,
             Path outputDir,
-            SinkWriterMetricGroup metrics,
+            MetricGroup metrics,
             TrainerWriterState restored)
             throws IOException {
         if (queueDepth < 1) {
@@ -169,7 +168,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         stepsMetric.inc(c.steps());
         fastMetric.inc(c.fast());
         slowMetric.inc(c.slow());
-        recordsSend = metrics.getNumRecordsSendCounter();
+        samplesMetric = metrics.counter("samplesTrained");
+        samplesMetric.inc(c.fast() + c.slow());
         metrics.gauge("queueDepth", (Gauge<Integer>) () -> held);
         metrics.gauge("busyMillis", (Gauge<Long>) () -> counters.busyNanos() / 1_000_000);
         metrics.gauge("waitMillis", (Gauge<Long>) () -> counters.waitNanos() / 1_000_000);
@@ -196,8 +196,8 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
         worker.start();
     }
 
-    @Override
-    public void write(Batch batch, Context context) throws IOException, InterruptedException {
+    /** Queues {@code batch}, waiting while the queue is full. */
+    public void write(Batch batch) throws IOException, InterruptedException {
         if (batch.device() != device) {
             throw new IllegalStateException(
                     "trainer sink subtask of device "
@@ -233,7 +233,6 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
      * At end of input, waits until every queued batch is trained, lets the accelerator keep its
      * result (the model) and writes the summary.
      */
-    @Override
     public void flush(boolean endOfInput) throws IOException, InterruptedException {
         if (endOfInput && member != null) {
             member.end(); // the task now waits here: no more snapshots from this replica
@@ -279,7 +278,6 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
     }
 
     /** Waits for the current step to end, then captures the queue, counters and model state. */
-    @Override
     public List<TrainerWriterState> snapshotState(long checkpointId) throws IOException {
         try {
             lock.lockInterruptibly();
@@ -487,7 +485,7 @@ public final class TrainerSinkWriter implements StatefulSinkWriter<Batch, Traine
                     stepsMetric.inc();
                     fastMetric.inc(after.fast() - before.fast());
                     slowMetric.inc(after.slow() - before.slow());
-                    recordsSend.inc(batch.samples().size());
+                    samplesMetric.inc(batch.samples().size());
                     queue.removeFirst();
                     held = queue.size();
                     stepRunning = false;

@@ -11,6 +11,7 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.trainer.gpu.FlinkGpusTest;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.unet.Unet3d;
 import io.minato.transform.Patch;
@@ -34,6 +35,32 @@ class DjlAcceleratorTest {
         assertThat(factory.device(1)).isEqualTo(ai.djl.Device.gpu(1));
         assertThat(factory.device(2)).isEqualTo(ai.djl.Device.gpu(0));
         assertThat(new DjlAccelerator.Factory(SETTINGS).device(5)).isEqualTo(ai.djl.Device.cpu());
+    }
+
+    /**
+     * On a cluster the trainers take the GPUs Flink gives their TaskManager; where its PyTorch is a
+     * CPU build (or sees fewer GPUs) they train on the CPU, and without Flink's GPUs they refuse to
+     * start in one line.
+     */
+    @Test
+    void shouldTakeItsGpuFromFlinkAndFallBackToTheCpuWherePyTorchHasNone() throws Exception {
+        assumeTrue(
+                ai.djl.engine.Engine.getEngine("PyTorch").getGpuCount() == 0,
+                "PyTorch here has a GPU");
+        var factory =
+                new DjlAccelerator.Factory(SETTINGS, java.util.List.of("flink-gpu", "flink-gpu"));
+
+        try (Accelerator a = factory.create(1, 2, FlinkGpusTest.gpus("4", "6"))) {
+            assertThat(a.kind()).isEqualTo("cpu");
+        }
+        assertThat(factory.device(0)).as("where the client evaluates").isEqualTo(Device.cpu());
+        assertThatThrownBy(() -> factory.create(0, 2))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith(
+                        "the job trains on 2 GPU(s) from Flink's external resource framework, but"
+                                + " this TaskManager got none");
+        assertThatThrownBy(() -> factory.create(0, 2, FlinkGpusTest.gpus("4")))
+                .hasMessageContaining("this TaskManager got 1 [4]");
     }
 
     @Test

@@ -65,8 +65,8 @@ class TrainerSinkJobTest {
     void shouldTrainEachDevicesBatchesOnItsSubtaskAndWriteSummariesAndTrace() throws Exception {
         List<Batch> batches = batches(5, 3);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        byDevice(env.fromData(batches))
-                .sinkTo(sink(new SimulatedAccelerator.Factory(5)))
+        sink(new SimulatedAccelerator.Factory(5))
+                .trainOn(byDevice(env.fromData(batches)))
                 .setParallelism(DEVICES);
         env.execute("trainer sink");
 
@@ -94,7 +94,7 @@ class TrainerSinkJobTest {
                                     return b;
                                 })
                         .setParallelism(1);
-        byDevice(source).sinkTo(sink(new FailOnceAfterACheckpoint())).setParallelism(DEVICES);
+        sink(new FailOnceAfterACheckpoint()).trainOn(byDevice(source)).setParallelism(DEVICES);
         env.execute("trainer sink with a failure");
 
         assertThat(FAILED).as("the fault was injected").isTrue();

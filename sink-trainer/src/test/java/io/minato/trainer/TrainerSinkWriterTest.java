@@ -52,13 +52,13 @@ class TrainerSinkWriterTest {
     @Test
     void shouldBlockTheThirdWriteUntilAStepFinishesWithQueueDepthTwo() throws Exception {
         Gate gate = new Gate();
-        TrainerSinkWriter w = writer(sink(gate, 2), new FakeWriterContext(0, 1));
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
 
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () -> {
-                    w.write(batch(0, 0), null);
-                    w.write(batch(0, 1), null);
+                    w.write(batch(0, 0));
+                    w.write(batch(0, 1));
                 });
         Thread third = new Thread(() -> writeUnchecked(w, batch(0, 2)));
         third.start();
@@ -91,7 +91,7 @@ class TrainerSinkWriterTest {
                         null,
                         null,
                         null,
-                        UnregisteredMetricsGroup.createSinkWriterMetricGroup(),
+                        new UnregisteredMetricsGroup(),
                         null);
         writers.add(w);
         ReplicaGroup.Member other = ReplicaGroup.join(group, 2, 1);
@@ -101,7 +101,7 @@ class TrainerSinkWriterTest {
                 TIMEOUT,
                 () -> {
                     for (int i = 0; i < 5; i++) {
-                        w.write(batch(0, i), null);
+                        w.write(batch(0, i));
                     }
                 });
         assertThat(w.queued()).isEqualTo(5);
@@ -184,13 +184,15 @@ class TrainerSinkWriterTest {
     @Test
     void shouldReturnFromTheThirdWriteOnlyAfterTheFirstSlowSimulatedStepEnded() throws Exception {
         TrainerSinkWriter w =
-                writer(sink(new SimulatedAccelerator.Factory(300), 2), new FakeWriterContext(0, 1));
+                writer(
+                        sink(new SimulatedAccelerator.Factory(300), 2),
+                        new FakeTrainerContext(0, 1));
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () -> {
-                    w.write(batch(0, 0), null);
-                    w.write(batch(0, 1), null);
-                    w.write(batch(0, 2), null);
+                    w.write(batch(0, 0));
+                    w.write(batch(0, 1));
+                    w.write(batch(0, 2));
                 });
         assertThat(w.counters().steps()).isGreaterThanOrEqualTo(1);
     }
@@ -206,10 +208,10 @@ class TrainerSinkWriterTest {
                         .optOnRunEnd(ended::add)
                         .build();
         org.apache.flink.api.common.JobID job = new org.apache.flink.api.common.JobID();
-        TrainerSinkWriter first = sink.createWriter(new FakeWriterContext(0, 2, job));
-        TrainerSinkWriter second = sink.createWriter(new FakeWriterContext(1, 2, job));
-        first.write(batch(0, 0), null);
-        second.write(batch(1, 0), null);
+        TrainerSinkWriter first = new FakeTrainerContext(0, 2, job).create(sink);
+        TrainerSinkWriter second = new FakeTrainerContext(1, 2, job).create(sink);
+        first.write(batch(0, 0));
+        second.write(batch(1, 0));
         first.flush(true);
         second.flush(true);
 
@@ -220,22 +222,22 @@ class TrainerSinkWriterTest {
         assertThat(DeviceSummary.file(tmp.resolve("out"), 1)).exists();
 
         // A device closed without reaching the end of its input (a failure) ends nothing.
-        TrainerSinkWriter failed = sink.createWriter(new FakeWriterContext(0, 1));
-        failed.write(batch(0, 1), null);
+        TrainerSinkWriter failed = new FakeTrainerContext(0, 1).create(sink);
+        failed.write(batch(0, 1));
         failed.close();
         assertThat(ended).hasSize(1);
     }
 
     @Test
     void shouldCountBusyTimeInsideStepsAndWaitTimeBetweenThem() throws Exception {
-        FakeWriterContext ctx = new FakeWriterContext(0, 1);
+        FakeTrainerContext ctx = new FakeTrainerContext(0, 1);
         TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(50), 2), ctx);
 
-        w.write(batch(0, 0), null);
+        w.write(batch(0, 0));
         await(() -> w.counters().steps() == 1);
         Thread.sleep(150); // the device idles: no batch
-        w.write(batch(0, 1), null);
-        w.write(batch(0, 2), null);
+        w.write(batch(0, 1));
+        w.write(batch(0, 2));
         w.flush(true);
 
         DeviceCounters c = w.counters();
@@ -247,7 +249,7 @@ class TrainerSinkWriterTest {
         assertThat(c.lastStepEndMillis() - c.firstStepStartMillis())
                 .isGreaterThanOrEqualTo(300 - 2);
 
-        FakeWriterContext.RecordingMetricGroup m = ctx.metrics;
+        FakeTrainerContext.RecordingMetricGroup m = ctx.metrics;
         assertThat(m.count("steps")).isEqualTo(3);
         assertThat(m.count("samplesFast")).isEqualTo(3);
         assertThat(m.count("samplesSlow")).isEqualTo(3);
@@ -261,13 +263,13 @@ class TrainerSinkWriterTest {
         Path traces = tmp.resolve("trace");
         Gate gate = new Gate();
         TrainerSink sink = sink(gate, 3);
-        TrainerSinkWriter w = writer(sink, new FakeWriterContext(0, 1));
+        TrainerSinkWriter w = writer(sink, new FakeTrainerContext(0, 1));
         Batch b0 = batch(0, 0);
         Batch b1 = batch(0, 1);
         Batch b2 = batch(0, 2);
-        w.write(b0, null);
-        w.write(b1, null);
-        w.write(b2, null);
+        w.write(b0);
+        w.write(b1);
+        w.write(b2);
         gate.open(1);
         await(() -> gate.started.get() == 2); // step 1 (b1) is running
         Path traceFile = TraceFiles.deviceFile(traces, 0);
@@ -296,12 +298,13 @@ class TrainerSinkWriterTest {
         w.close();
         writers.remove(w);
 
-        SimpleVersionedSerializer<TrainerWriterState> serializer = sink.getWriterStateSerializer();
+        SimpleVersionedSerializer<TrainerWriterState> serializer =
+                new TrainerWriterStateSerializer();
         TrainerWriterState restored =
                 serializer.deserialize(serializer.getVersion(), serializer.serialize(state));
         Gate gate2 = new Gate();
         TrainerSink sink2 = sink(gate2, 3);
-        TrainerSinkWriter w2 = sink2.restoreWriter(new FakeWriterContext(0, 1), List.of(restored));
+        TrainerSinkWriter w2 = new FakeTrainerContext(0, 1).restore(sink2, List.of(restored));
         writers.add(w2);
         assertThat(Files.size(traceFile)).isEqualTo(state.traceLength());
         assertThat(gate2.restoredSteps).isEqualTo(2);
@@ -335,11 +338,11 @@ class TrainerSinkWriterTest {
     @Test
     void shouldWriteTheDeviceSummaryAtEndOfInput() throws Exception {
         TrainerSinkWriter w =
-                writer(sink(new SimulatedAccelerator.Factory(10), 2), new FakeWriterContext(1, 2));
+                writer(sink(new SimulatedAccelerator.Factory(10), 2), new FakeTrainerContext(1, 2));
         long before = System.currentTimeMillis();
-        w.write(batch(1, 0, SamplePath.FAST, SamplePath.FAST), null);
-        w.write(batch(1, 1, SamplePath.SLOW, SamplePath.FAST), null);
-        w.write(batch(1, 2, SamplePath.FAST, SamplePath.SLOW), null);
+        w.write(batch(1, 0, SamplePath.FAST, SamplePath.FAST));
+        w.write(batch(1, 1, SamplePath.SLOW, SamplePath.FAST));
+        w.write(batch(1, 2, SamplePath.FAST, SamplePath.SLOW));
         w.flush(true);
         long after = System.currentTimeMillis();
 
@@ -367,8 +370,8 @@ class TrainerSinkWriterTest {
     @Test
     void shouldCloseWithoutThrowingWhenTheSummaryCannotBeWritten() throws Exception {
         TrainerSinkWriter w =
-                writer(sink(new SimulatedAccelerator.Factory(1), 2), new FakeWriterContext(0, 1));
-        w.write(batch(0, 0, SamplePath.FAST, SamplePath.FAST), null);
+                writer(sink(new SimulatedAccelerator.Factory(1), 2), new FakeTrainerContext(0, 1));
+        w.write(batch(0, 0, SamplePath.FAST, SamplePath.FAST));
         // A folder where the summary file goes: writing it fails.
         Files.createDirectories(tmp.resolve("out/summary-device-0.json/x"));
         w.close();
@@ -378,10 +381,10 @@ class TrainerSinkWriterTest {
     @Test
     void shouldRecordFirstAndLastLossOfTheAccelerator() throws Exception {
         Gate gate = new Gate();
-        TrainerSinkWriter w = writer(sink(gate, 2), new FakeWriterContext(0, 1));
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
         gate.open(3);
         for (int i = 0; i < 3; i++) {
-            w.write(batch(0, i), null);
+            w.write(batch(0, i));
         }
         w.flush(true);
         assertThat(w.counters().firstLoss()).isEqualTo(1.0);
@@ -390,9 +393,9 @@ class TrainerSinkWriterTest {
 
     @Test
     void shouldFailTheNextFlushWhenAStepThrows() throws Exception {
-        TrainerSinkWriter w = writer(sink(new Failing(1), 2), new FakeWriterContext(0, 1));
-        w.write(batch(0, 0), null);
-        w.write(batch(0, 1), null);
+        TrainerSinkWriter w = writer(sink(new Failing(1), 2), new FakeTrainerContext(0, 1));
+        w.write(batch(0, 0));
+        w.write(batch(0, 1));
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () ->
@@ -400,25 +403,25 @@ class TrainerSinkWriterTest {
                                 .isInstanceOf(IOException.class)
                                 .hasMessageContaining("device 0: training step 1 failed")
                                 .hasRootCauseMessage("simulated device fault"));
-        assertThatThrownBy(() -> w.write(batch(0, 2), null)).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> w.write(batch(0, 2))).isInstanceOf(IOException.class);
     }
 
     @Test
     void shouldWakeAWriteBlockedOnAFullQueueWhenAStepThrows() throws Exception {
-        TrainerSinkWriter w = writer(sink(new Failing(0), 1), new FakeWriterContext(0, 1));
-        w.write(batch(0, 0), null);
+        TrainerSinkWriter w = writer(sink(new Failing(0), 1), new FakeTrainerContext(0, 1));
+        w.write(batch(0, 0));
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () ->
-                        assertThatThrownBy(() -> w.write(batch(0, 1), null))
+                        assertThatThrownBy(() -> w.write(batch(0, 1)))
                                 .isInstanceOf(IOException.class)
                                 .hasMessageContaining("training step 0 failed"));
     }
 
     @Test
     void shouldRejectABatchOfAnotherDevice() throws Exception {
-        TrainerSinkWriter w = writer(sink(new Gate(), 2), new FakeWriterContext(0, 2));
-        assertThatThrownBy(() -> w.write(batch(1, 0), null))
+        TrainerSinkWriter w = writer(sink(new Gate(), 2), new FakeTrainerContext(0, 2));
+        assertThatThrownBy(() -> w.write(batch(1, 0)))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("device 0 got batch 0 of device 1");
     }
@@ -429,8 +432,8 @@ class TrainerSinkWriterTest {
                 new TrainerWriterState(0, List.of(), DeviceCounters.ZERO, new byte[0], 0);
         assertThatThrownBy(
                         () ->
-                                sink(new Gate(), 2)
-                                        .restoreWriter(new FakeWriterContext(1, 2), List.of(other)))
+                                new FakeTrainerContext(1, 2)
+                                        .restore(sink(new Gate(), 2), List.of(other)))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("subtask 1 got the state of devices [0]");
     }
@@ -438,8 +441,8 @@ class TrainerSinkWriterTest {
     @Test
     void shouldStopARunningStepOnClose() throws Exception {
         Gate gate = new Gate();
-        TrainerSinkWriter w = writer(sink(gate, 2), new FakeWriterContext(0, 1));
-        w.write(batch(0, 0), null);
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        w.write(batch(0, 0));
         await(() -> gate.started.get() == 1);
         writers.remove(w);
         assertTimeoutPreemptively(TIMEOUT, w::close);
@@ -449,14 +452,14 @@ class TrainerSinkWriterTest {
     @Test
     void shouldExportTheGaugesOfTheAcceleratorsGpuAndCloseItsMonitor() throws Exception {
         FakeGpuMonitor monitor = FakeGpuMonitor.constant(sample(40, 3 * GIB, 8 * GIB));
-        FakeWriterContext ctx = new FakeWriterContext(0, 1);
+        FakeTrainerContext ctx = new FakeTrainerContext(0, 1);
         TrainerSinkWriter w = writer(sink(new OnGpu(5, monitor), 2), ctx);
         assertThat(thread("gpu-sampler-device-0")).as("sampler thread").isPresent();
-        w.write(batch(0, 0), null);
-        w.write(batch(0, 1), null);
+        w.write(batch(0, 0));
+        w.write(batch(0, 1));
         w.flush(true);
 
-        FakeWriterContext.RecordingMetricGroup m = ctx.metrics;
+        FakeTrainerContext.RecordingMetricGroup m = ctx.metrics;
         assertThat(m.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(40);
         assertThat(m.gaugeValue(GpuMonitor.MEMORY_USED_GAUGE)).isEqualTo(3 * GIB);
         Path file = DeviceSummary.file(tmp.resolve("out"), 0);
@@ -485,8 +488,8 @@ class TrainerSinkWriterTest {
                         sample(20, 1 * GIB, 8 * GIB),
                         sample(70, 3 * GIB, 8 * GIB),
                         sample(30, 2 * GIB, 8 * GIB));
-        TrainerSinkWriter w = writer(sink(new OnGpu(1, monitor), 2), new FakeWriterContext(0, 1));
-        w.write(batch(0, 0), null);
+        TrainerSinkWriter w = writer(sink(new OnGpu(1, monitor), 2), new FakeTrainerContext(0, 1));
+        w.write(batch(0, 0));
         await(() -> monitor.reads() > 3); // all three read, then one without an answer
         w.flush(true);
 
@@ -499,10 +502,10 @@ class TrainerSinkWriterTest {
 
     @Test
     void shouldExportMinusOneGaugesAndNoGpuStatisticsWithoutAGpu() throws Exception {
-        FakeWriterContext ctx = new FakeWriterContext(1, 2);
+        FakeTrainerContext ctx = new FakeTrainerContext(1, 2);
         TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(1), 2), ctx);
         assertThat(thread("gpu-sampler-device-1")).as("sampler thread").isEmpty();
-        w.write(batch(1, 0), null);
+        w.write(batch(1, 0));
         w.flush(true);
 
         assertThat(ctx.metrics.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
@@ -536,9 +539,9 @@ class TrainerSinkWriterTest {
                                 throw new IllegalStateException("NVML exploded");
                             }
                         };
-        FakeWriterContext ctx = new FakeWriterContext(0, 1);
+        FakeTrainerContext ctx = new FakeTrainerContext(0, 1);
         TrainerSinkWriter w = writer(sink(broken, 2), ctx);
-        w.write(batch(0, 0), null);
+        w.write(batch(0, 0));
         w.flush(true);
 
         assertThat(w.counters().steps()).isEqualTo(1);
@@ -556,15 +559,15 @@ class TrainerSinkWriterTest {
                 .build();
     }
 
-    private TrainerSinkWriter writer(TrainerSink sink, FakeWriterContext ctx) throws IOException {
-        TrainerSinkWriter w = sink.createWriter(ctx);
+    private TrainerSinkWriter writer(TrainerSink sink, FakeTrainerContext ctx) throws IOException {
+        TrainerSinkWriter w = ctx.create(sink);
         writers.add(w);
         return w;
     }
 
     private static void writeUnchecked(TrainerSinkWriter w, Batch b) {
         try {
-            w.write(b, null);
+            w.write(b);
         } catch (IOException | InterruptedException e) {
             throw new RuntimeException(e);
         }

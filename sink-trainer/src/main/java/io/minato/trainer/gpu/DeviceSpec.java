@@ -50,11 +50,56 @@ public final class DeviceSpec {
     private final String spec;
     private final List<TrainingDevice> devices;
     private final String fallbackNotice;
+    private final boolean fromFlink;
 
     private DeviceSpec(String spec, List<TrainingDevice> devices, String fallbackNotice) {
+        this(spec, devices, fallbackNotice, false);
+    }
+
+    private DeviceSpec(
+            String spec, List<TrainingDevice> devices, String fallbackNotice, boolean fromFlink) {
         this.spec = spec;
         this.devices = List.copyOf(devices);
         this.fallbackNotice = fallbackNotice;
+        this.fromFlink = fromFlink;
+    }
+
+    /**
+     * Parses {@code spec} for a job submitted to a cluster whose TaskManagers each get {@code
+     * flinkGpus} GPUs from Flink's external resource framework ({@link FlinkGpus#amount}). With
+     * none, as {@link #parse(String)}. With some, {@code gpu} (and the default) trains on that many
+     * GPUs, which each TaskManager's trainers take from Flink ({@link #fromFlink()}); no GPU of
+     * this machine is looked for, as it need not be the one that trains. {@code gpu:I,J,...} is
+     * refused: Flink picks the GPUs.
+     *
+     * @throws IllegalArgumentException naming the spec and what to give instead
+     */
+    public static DeviceSpec parseForCluster(String spec, long flinkGpus) {
+        if (flinkGpus <= 0) {
+            return parse(spec);
+        }
+        String s = spec == null ? "gpu" : spec.strip().toLowerCase(Locale.ROOT);
+        if (s.isEmpty() || s.equals("gpu")) {
+            if (flinkGpus > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException(
+                        "external-resource.gpu.amount " + flinkGpus + " is more GPUs than can be");
+            }
+            List<TrainingDevice> gpus =
+                    IntStream.range(0, (int) flinkGpus).mapToObj(TrainingDevice::gpu).toList();
+            return new DeviceSpec("gpu", gpus, "", true);
+        }
+        if (s.startsWith("gpu")) {
+            throw invalid(
+                    OPTION,
+                    spec,
+                    "the TaskManagers take their GPUs from Flink's external resource framework"
+                            + " (external-resource.gpu.amount: "
+                            + flinkGpus
+                            + "), which picks them; give gpu to train on all "
+                            + flinkGpus
+                            + ", or cpu / cpu:N");
+        }
+        return parse(spec);
     }
 
     /** Parses {@code spec} against the GPUs {@link GpuProbe} finds; null or blank: the default. */
@@ -164,6 +209,25 @@ public final class DeviceSpec {
     /** One trainer replica per entry, in replica order. */
     public List<TrainingDevice> devices() {
         return devices;
+    }
+
+    /**
+     * Whether each GPU is the one Flink's external resource framework gives the trainer's
+     * TaskManager ({@link FlinkGpus}), resolved there; the indices then only number the trainers.
+     */
+    public boolean fromFlink() {
+        return fromFlink;
+    }
+
+    /** The device name each trainer is created with, for {@code DjlAccelerator.Factory}. */
+    public List<String> names() {
+        return devices.stream()
+                .map(
+                        d ->
+                                fromFlink
+                                        ? FlinkGpus.DEVICE_NAME
+                                        : d.isGpu() ? "gpu:" + d.index() : "cpu")
+                .toList();
     }
 
     /** The line to print when a GPU spec fell back to the CPU; empty otherwise. */

@@ -183,4 +183,45 @@ class DeviceSpecTest {
                         "no GPU (CUDA/NVML libraries not found): running on 1 cpu device instead"
                                 + " of 'gpu'");
     }
+
+    @Test
+    void shouldTakeEveryGpuFlinkGivesATaskManagerForGpuOrTheDefaultOnACluster() {
+        for (String spec : new String[] {"gpu", null, " GPU "}) {
+            DeviceSpec d = DeviceSpec.parseForCluster(spec, 2);
+
+            assertThat(d.fromFlink()).isTrue();
+            assertThat(d.devices()).containsExactly(gpu(0), gpu(1));
+            assertThat(d.names()).containsExactly("flink-gpu", "flink-gpu");
+            assertThat(d.fallbackNotice()).isEmpty();
+        }
+    }
+
+    @Test
+    void shouldKeepCpuSpecsOnAClusterWithFlinkGpus() {
+        DeviceSpec d = DeviceSpec.parseForCluster("cpu:2", 4);
+
+        assertThat(d.fromFlink()).isFalse();
+        assertThat(d.devices()).containsExactly(cpu(0), cpu(1));
+        assertThat(d.names()).containsExactly("cpu", "cpu");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"gpu:0", "gpu1", "gpu:0,1", "gpux"})
+    void shouldRefuseGpuIndicesWhenFlinkPicksTheGpus(String spec) {
+        assertThatThrownBy(() -> DeviceSpec.parseForCluster(spec, 2))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith(
+                        "--devices '" + spec + "': the TaskManagers take their GPUs")
+                .hasMessageContaining("external-resource.gpu.amount: 2")
+                .hasMessageContaining("give gpu to train on all 2");
+    }
+
+    @Test
+    void shouldParseAsOnThisMachineWithoutFlinkGpus() {
+        DeviceSpec d = DeviceSpec.parseForCluster("cpu", 0);
+
+        assertThat(d.fromFlink()).isFalse();
+        assertThat(d.devices()).containsExactly(cpu(0));
+        assertThat(parse("gpu:1,0", TWO_GPUS).names()).containsExactly("gpu:1", "gpu:0");
+    }
 }

@@ -1,0 +1,115 @@
+package io.minato.trainer;
+
+import io.minato.sample.Batch;
+import io.minato.sample.SampleHandoff;
+import io.minato.trainer.gpu.FlinkGpus;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
+import org.apache.flink.core.io.SimpleVersionedSerialization;
+import org.apache.flink.runtime.state.StateInitializationContext;
+import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.BoundedOneInput;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+
+/**
+ * The trainer sink's operator: one {@link TrainerSinkWriter} per subtask, fed the batches, flushed
+ * before each checkpoint barrier and at the end of the input, its state in operator list state.
+ * What Flink's own sink writer operator does, plus the one thing a Sink V2 writer cannot have: the
+ * task's runtime context, from which the trainer takes the GPUs Flink's external resource framework
+ * gave this TaskManager.
+ */
+final class TrainerOperator extends AbstractStreamOperator<Void>
+        implements OneInputStreamOperator<Batch, Void>, BoundedOneInput {
+    private static final long serialVersionUID = 1L;
+
+    /**
+     * The name and layout of Flink's sink writer state (each entry a versioned serialisation), so
+     * that checkpoints taken while the trainer was a Sink V2 writer under the same uid restore.
+     */
+    private static final ListStateDescriptor<byte[]> STATE =
+            new ListStateDescriptor<>("writer_raw_states", BytePrimitiveArraySerializer.INSTANCE);
+
+    private final TrainerSink sink;
+
+    private transient TrainerWriterStateSerializer serializer;
+    private transient ListState<byte[]> state;
+    private transient TrainerSinkWriter writer;
+    private transient boolean inputEnded;
+
+    TrainerOperator(TrainerSink sink) {
+        this.sink = sink;
+    }
+
+    @Override
+    public void initializeState(StateInitializationContext context) throws Exception {
+        super.initializeState(context);
+        serializer = new TrainerWriterStateSerializer();
+        state = context.getOperatorStateStore().getListState(STATE);
+        List<TrainerWriterState> restored = new ArrayList<>();
+        for (byte[] bytes : state.get()) {
+            restored.add(SimpleVersionedSerialization.readVersionAndDeSerialize(serializer, bytes));
+        }
+        int device = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+        TrainerWriterState mine = TrainerSink.restoredState(device, restored);
+        if (context.isRestored()) {
+            // What the failed attempt parked has no taker now (the in-order loaders hand
+            // batches on).
+            SampleHandoff.jvm().dropAll();
+        }
+        writer =
+                sink.createWriter(
+                        getRuntimeContext().getTaskInfo(),
+                        getRuntimeContext().getJobInfo(),
+                        getMetricGroup(),
+                        FlinkGpus.of(
+                                getRuntimeContext().getExternalResourceInfos(FlinkGpus.RESOURCE)),
+                        mine);
+    }
+
+    @Override
+    public void processElement(StreamRecord<Batch> element) throws Exception {
+        writer.write(element.getValue());
+    }
+
+    @Override
+    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+        super.prepareSnapshotPreBarrier(checkpointId);
+        if (!inputEnded) {
+            writer.flush(false);
+        }
+    }
+
+    @Override
+    public void snapshotState(StateSnapshotContext context) throws Exception {
+        super.snapshotState(context);
+        List<byte[]> bytes = new ArrayList<>();
+        for (TrainerWriterState s : writer.snapshotState(context.getCheckpointId())) {
+            bytes.add(SimpleVersionedSerialization.writeVersionAndSerialize(serializer, s));
+        }
+        state.update(bytes);
+    }
+
+    @Override
+    public void endInput() throws Exception {
+        if (!inputEnded) {
+            inputEnded = true;
+            writer.flush(true);
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            if (writer != null) {
+                writer.close();
+            }
+        } finally {
+            super.close();
+        }
+    }
+}
