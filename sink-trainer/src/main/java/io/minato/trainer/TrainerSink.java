@@ -115,8 +115,7 @@ public final class TrainerSink implements Serializable {
         try {
             acc = accelerator.create(device, task.getNumberOfParallelSubtasks(), gpus);
         } catch (Exception e) {
-            throw new IOException(
-                    "device " + device + ": cannot create the accelerator: " + e.getMessage(), e);
+            throw new IOException("device " + device + ": cannot create the accelerator: " + e, e);
         }
         try {
             // Replicas of one run attempt meet in one group; a restart gets a fresh one.

@@ -253,6 +253,7 @@ class TrainerSinkWriterTest {
         assertThat(m.count("steps")).isEqualTo(3);
         assertThat(m.count("samplesFast")).isEqualTo(3);
         assertThat(m.count("samplesSlow")).isEqualTo(3);
+        assertThat(m.count("samplesTrained")).isEqualTo(6);
         assertThat((Long) m.gaugeValue("busyMillis")).isGreaterThanOrEqualTo(150);
         assertThat((Long) m.gaugeValue("waitMillis")).isGreaterThanOrEqualTo(150);
         assertThat(m.gaugeValue("queueDepth")).isEqualTo(0);
@@ -304,11 +305,15 @@ class TrainerSinkWriterTest {
                 serializer.deserialize(serializer.getVersion(), serializer.serialize(state));
         Gate gate2 = new Gate();
         TrainerSink sink2 = sink(gate2, 3);
-        TrainerSinkWriter w2 = new FakeTrainerContext(0, 1).restore(sink2, List.of(restored));
+        FakeTrainerContext ctx2 = new FakeTrainerContext(0, 1);
+        TrainerSinkWriter w2 = ctx2.restore(sink2, List.of(restored));
         writers.add(w2);
         assertThat(Files.size(traceFile)).isEqualTo(state.traceLength());
         assertThat(gate2.restoredSteps).isEqualTo(2);
         assertThat(w2.counters()).isEqualTo(state.counters());
+        assertThat(ctx2.metrics.count("samplesTrained"))
+                .as("counted on from the checkpoint")
+                .isEqualTo(state.counters().fast() + state.counters().slow());
         assertThat(w2.queued()).isEqualTo(1);
 
         gate2.open(1);
