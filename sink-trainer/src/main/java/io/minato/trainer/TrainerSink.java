@@ -14,6 +14,7 @@ import org.apache.flink.api.common.TaskInfo;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 
 /**
@@ -75,7 +76,15 @@ public final class TrainerSink implements Serializable {
      * number of devices, and routes batches of device i to subtask i.
      */
     public SingleOutputStreamOperator<Void> trainOn(DataStream<Batch> batches) {
-        return batches.transform(NAME, Types.VOID, new TrainerOperator(this));
+        // A keyed stream routes device i's batches to subtask i; transformed as keyed, each
+        // trainer would also get a keyed state backend (a RocksDB instance) it never uses, to
+        // open at every start and snapshot at every checkpoint. Keep the routing only.
+        DataStream<Batch> routed =
+                batches instanceof KeyedStream<Batch, ?>
+                        ? new DataStream<>(
+                                batches.getExecutionEnvironment(), batches.getTransformation())
+                        : batches;
+        return routed.transform(NAME, Types.VOID, new TrainerOperator(this));
     }
 
     /**
