@@ -178,6 +178,9 @@ class WebUiBrowserTest {
                                 "--user-data-dir=" + dir.resolve("profile"),
                                 "--window-size=1400,900",
                                 "--virtual-time-budget=10000",
+                                // The UI polls the REST API: where a slow answer stalls virtual
+                                // time, stop loading after 30 s of real time and keep the page.
+                                "--timeout=30000",
                                 action,
                                 url)
                         .redirectOutput(out.toFile())
