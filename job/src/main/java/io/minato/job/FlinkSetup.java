@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -167,6 +168,15 @@ public final class FlinkSetup {
                         StreamExecutionEnvironment.getExecutionEnvironment()
                                 .getConfiguration()
                                 .get(DeploymentOptions.TARGET));
+    }
+
+    /**
+     * How many GPUs each TaskManager gets from Flink's external resource framework, by the
+     * configuration the job is submitted with ({@link FlinkGpus#amount}).
+     */
+    static long flinkGpus() {
+        return FlinkGpus.amount(
+                StreamExecutionEnvironment.getExecutionEnvironment().getConfiguration());
     }
 
     /** Whether {@code flink run -d} submits the job: nobody waits for its end. */

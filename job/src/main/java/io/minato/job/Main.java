@@ -165,9 +165,7 @@ public final class Main {
     static String gpuShortageInJob(Throwable e) {
         for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
             if (className(t).equals(FlinkGpus.Shortage.class.getName())) {
-                String m = originalMessage(t);
-                String prefix = FlinkGpus.Shortage.class.getName() + ": ";
-                return m.startsWith(prefix) ? m.substring(prefix.length()) : m;
+                return originalMessage(t);
             }
         }
         return null;
@@ -205,7 +203,8 @@ public final class Main {
         for (String prefix :
                 new String[] {
                     BadInputException.class.getName() + ": ",
-                    NpyFormatException.class.getName() + ": "
+                    NpyFormatException.class.getName() + ": ",
+                    FlinkGpus.Shortage.class.getName() + ": "
                 }) {
             while (m.startsWith(prefix)) {
                 m = m.substring(prefix.length());

@@ -18,7 +18,6 @@ import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
 import io.minato.trainer.gpu.DeviceSpec;
-import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.trainer.unet.Unet3d;
 import java.io.PrintWriter;
@@ -308,13 +307,7 @@ public final class TrainCommand implements Callable<Integer> {
         try {
             // Submitted to a cluster whose TaskManagers get GPUs from Flink: the trainers take
             // theirs there; this machine's GPUs (a client's) do not matter.
-            long flinkGpus =
-                    embedded
-                            ? 0
-                            : FlinkGpus.amount(
-                                    StreamExecutionEnvironment.getExecutionEnvironment()
-                                            .getConfiguration());
-            dev = DeviceSpec.parseForCluster(devices, flinkGpus);
+            dev = DeviceSpec.parseForCluster(devices, embedded ? 0 : FlinkSetup.flinkGpus());
             dev.fallbackNotice().ifPresent(err::println);
             timeoutPolicy = TimeoutPolicy.parse(timeout);
             if (accelerator.equals("real")) {

@@ -124,26 +124,7 @@ class LoaderJobTest {
      */
     @Test
     void shouldChainEachFastWorkerToItsShareOfTheTasks() {
-        StreamExecutionEnvironment env =
-                StreamExecutionEnvironment.getExecutionEnvironment(
-                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
-        new LoaderJob(
-                        new LoaderJob.Settings(
-                                LoaderJob.Loader.minato,
-                                new CaseTable(train),
-                                TransformConfig.mlperf(16),
-                                2,
-                                SEED,
-                                BATCH,
-                                DEVICES,
-                                3,
-                                1,
-                                TimeoutPolicy.parse("auto"),
-                                true),
-                        TrainerSink.builder()
-                                .setAccelerator(new SimulatedAccelerator.Factory(1))
-                                .build())
-                .build(env);
+        StreamExecutionEnvironment env = graph(LoaderJob.Loader.minato, 3, true);
         List<JobVertex> workers = new ArrayList<>();
         for (JobVertex v : env.getStreamGraph().getJobGraph().getVertices()) {
             if (v.getName().contains("AugmentOperator")) {
@@ -163,26 +144,7 @@ class LoaderJobTest {
     @Test
     void shouldGiveTheTrainersNoKeyedStateBackend() {
         for (LoaderJob.Loader loader : LoaderJob.Loader.values()) {
-            StreamExecutionEnvironment env =
-                    StreamExecutionEnvironment.getExecutionEnvironment(
-                            FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
-            new LoaderJob(
-                            new LoaderJob.Settings(
-                                    loader,
-                                    new CaseTable(train),
-                                    TransformConfig.mlperf(16),
-                                    2,
-                                    SEED,
-                                    BATCH,
-                                    DEVICES,
-                                    2,
-                                    1,
-                                    TimeoutPolicy.parse("auto"),
-                                    false),
-                            TrainerSink.builder()
-                                    .setAccelerator(new SimulatedAccelerator.Factory(1))
-                                    .build())
-                    .build(env);
+            StreamExecutionEnvironment env = graph(loader, 2, false);
             List<StreamNode> trainers =
                     env.getStreamGraph().getStreamNodes().stream()
                             .filter(n -> n.getOperatorName().equals(TrainerSink.NAME))
@@ -191,6 +153,35 @@ class LoaderJobTest {
             assertThat(trainers.get(0).getStateKeySerializer()).as(loader.name()).isNull();
             assertThat(trainers.get(0).getParallelism()).as(loader.name()).isEqualTo(DEVICES);
         }
+    }
+
+    /**
+     * An environment holding the dataflow of {@code loader} with {@code fastWorkers} (and one slow
+     * one) over the training cases, into simulated trainers: for looking at its graph.
+     */
+    private StreamExecutionEnvironment graph(
+            LoaderJob.Loader loader, int fastWorkers, boolean scheduled) {
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
+        new LoaderJob(
+                        new LoaderJob.Settings(
+                                loader,
+                                new CaseTable(train),
+                                TransformConfig.mlperf(16),
+                                2,
+                                SEED,
+                                BATCH,
+                                DEVICES,
+                                fastWorkers,
+                                1,
+                                TimeoutPolicy.parse("auto"),
+                                scheduled),
+                        TrainerSink.builder()
+                                .setAccelerator(new SimulatedAccelerator.Factory(1))
+                                .build())
+                .build(env);
+        return env;
     }
 
     /**
