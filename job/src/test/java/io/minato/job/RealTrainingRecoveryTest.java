@@ -49,6 +49,7 @@ class RealTrainingRecoveryTest {
                             .setNumberSlotsPerTaskManager(3)
                             .build());
 
+    private static final Duration CHECKPOINT_INTERVAL = Duration.ofMillis(100);
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicInteger RESTORES = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
@@ -100,7 +101,7 @@ class RealTrainingRecoveryTest {
                         .build();
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
-                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 2));
+                        FlinkSetup.jobConfiguration(run, CHECKPOINT_INTERVAL, 2));
         new LoaderJob(settings, sink).build(env);
         env.execute("real training with a failure");
 
@@ -149,7 +150,14 @@ class RealTrainingRecoveryTest {
                     if (SNAPSHOTS.get() >= 2 * devices && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
-                    return real.train(batch);
+                    StepResult result = real.train(batch);
+                    if (SNAPSHOTS.get() < 2 * devices) {
+                        // Until then, steps as slow as the checkpoint interval: these 16 steps
+                        // of a tiny model could otherwise all end before two checkpoints reach
+                        // the trainers (seen once in CI), and the fault would never come.
+                        Thread.sleep(CHECKPOINT_INTERVAL.toMillis());
+                    }
+                    return result;
                 }
 
                 @Override
