@@ -25,8 +25,9 @@ public final class FlinkSetup {
 
     /**
      * Deletes the copy of Flink's RPC jar (24 MB) that an embedded cluster extracts into its
-     * temporary folder: the cluster deletes it when it closes, but it closes asynchronously after
-     * the job, and the process may end first (seen: one jar left in /tmp per run).
+     * temporary folder when Flink's own loader runs (where {@link CachedRpcSystemLoader} could not
+     * use its cache): the cluster deletes it when it closes, but it closes asynchronously after the
+     * job, and the process may end first (seen: one jar left in /tmp per run).
      */
     public static void deleteRpcJars(Path tmpDir) throws IOException {
         if (!Files.isDirectory(tmpDir)) {
