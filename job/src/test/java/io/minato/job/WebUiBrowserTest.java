@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 import io.minato.job.generate.KitsLikeGenerator;
-import io.minato.job.report.JsonParser;
+import io.minato.json.Json;
 import java.io.File;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -64,7 +64,7 @@ class WebUiBrowserTest {
         try {
             job = runningJob(http, base, training);
             // What the job's page asks the REST API for: its vertices, then each one's metrics.
-            Map<?, ?> detail = (Map<?, ?>) JsonParser.parse(get(http, base, "/jobs/" + job));
+            Map<?, ?> detail = (Map<?, ?>) Json.parse(get(http, base, "/jobs/" + job));
             List<String> names = new ArrayList<>();
             StringBuilder metrics = new StringBuilder();
             List<String> ours =
@@ -139,7 +139,7 @@ class WebUiBrowserTest {
         while (!training.isDone()) {
             try {
                 String jobs = get(http, base, "/jobs");
-                Map<?, ?> parsed = (Map<?, ?>) JsonParser.parse(jobs);
+                Map<?, ?> parsed = (Map<?, ?>) Json.parse(jobs);
                 for (Object j : (List<?>) parsed.get("jobs")) {
                     Map<?, ?> job = (Map<?, ?>) j;
                     if ("RUNNING".equals(job.get("status"))) {

@@ -177,9 +177,9 @@ public record DeviceSummary(
                 Json.integer(m, "gpu_mem_total_bytes"));
     }
 
-    /** Just enough JSON for a flat object of strings, numbers and nulls. */
     /**
-     * Minimal JSON for flat records: numbers (NaN as null), quoted strings, a flat-object reader.
+     * JSON for flat records: numbers (NaN as null) and quoted strings written, a flat object of
+     * strings, numbers and nulls read (with the project's reader, {@link io.minato.json.Json}).
      */
     public static final class Json {
         private Json() {}
@@ -203,20 +203,23 @@ public record DeviceSummary(
             return b.append('"').toString();
         }
 
-        /** Values: String, Double (numbers) or null. */
+        /**
+         * A flat object's members: String, Double (numbers) or null; nested values and booleans are
+         * refused.
+         */
         static Map<String, Object> parseFlatObject(String text) {
-            Parser p = new Parser(text);
-            Map<String, Object> out = new LinkedHashMap<>();
-            p.expect('{');
-            if (!p.tryConsume('}')) {
-                do {
-                    String key = p.string();
-                    p.expect(':');
-                    out.put(key, p.value());
-                } while (p.tryConsume(','));
-                p.expect('}');
+            if (!(io.minato.json.Json.parse(text) instanceof Map<?, ?> object)) {
+                throw new IllegalArgumentException("expected an object");
             }
-            p.end();
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> e : object.entrySet()) {
+                Object v = e.getValue();
+                if (v != null && !(v instanceof String) && !(v instanceof Double)) {
+                    throw new IllegalArgumentException(
+                            "\"" + e.getKey() + "\" is neither a string, a number nor null");
+                }
+                out.put((String) e.getKey(), v);
+            }
             return out;
         }
 
@@ -256,108 +259,6 @@ public record DeviceSummary(
                 throw new IllegalArgumentException("\"" + key + "\" is missing");
             }
             return m.get(key);
-        }
-
-        private static final class Parser {
-            private final String s;
-            private int i;
-
-            Parser(String s) {
-                this.s = s;
-            }
-
-            void skipSpace() {
-                while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
-                    i++;
-                }
-            }
-
-            boolean tryConsume(char c) {
-                skipSpace();
-                if (i < s.length() && s.charAt(i) == c) {
-                    i++;
-                    return true;
-                }
-                return false;
-            }
-
-            void expect(char c) {
-                if (!tryConsume(c)) {
-                    throw error("expected '" + c + "'");
-                }
-            }
-
-            void end() {
-                skipSpace();
-                if (i != s.length()) {
-                    throw error("unexpected text after the object");
-                }
-            }
-
-            Object value() {
-                skipSpace();
-                if (i >= s.length()) {
-                    throw error("expected a value");
-                }
-                char c = s.charAt(i);
-                if (c == '"') {
-                    return string();
-                }
-                if (s.startsWith("null", i)) {
-                    i += 4;
-                    return null;
-                }
-                int start = i;
-                while (i < s.length() && "+-.eE0123456789".indexOf(s.charAt(i)) >= 0) {
-                    i++;
-                }
-                try {
-                    return Double.valueOf(s.substring(start, i));
-                } catch (NumberFormatException e) {
-                    i = start;
-                    throw error("expected a string, number or null");
-                }
-            }
-
-            String string() {
-                expect('"');
-                StringBuilder b = new StringBuilder();
-                while (i < s.length()) {
-                    char c = s.charAt(i++);
-                    if (c == '"') {
-                        return b.toString();
-                    }
-                    if (c != '\\') {
-                        b.append(c);
-                        continue;
-                    }
-                    if (i >= s.length()) {
-                        break;
-                    }
-                    char e = s.charAt(i++);
-                    switch (e) {
-                        case '"', '\\', '/' -> b.append(e);
-                        case 'b' -> b.append('\b');
-                        case 'f' -> b.append('\f');
-                        case 'n' -> b.append('\n');
-                        case 'r' -> b.append('\r');
-                        case 't' -> b.append('\t');
-                        case 'u' -> {
-                            if (i + 4 > s.length()) {
-                                throw error("short \\u escape");
-                            }
-                            b.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
-                            i += 4;
-                        }
-                        default -> throw error("bad escape \\" + e);
-                    }
-                }
-                throw error("unterminated string");
-            }
-
-            IllegalArgumentException error(String what) {
-                return new IllegalArgumentException(what + " at offset " + i);
-            }
         }
     }
 }

@@ -138,7 +138,25 @@ class DeviceSummaryTest {
         Files.writeString(broken, "{\"device\": 1,");
         assertThatThrownBy(() -> DeviceSummary.read(broken))
                 .isInstanceOf(IOException.class)
-                .hasMessageContaining(broken.toString())
-                .hasMessageContaining("at offset");
+                .hasMessage(
+                        "bad device summary "
+                                + broken
+                                + ": Unexpected end-of-input within/between Object entries at"
+                                + " line 1, column 14");
+
+        Path array = dir.resolve("summary-device-2.json");
+        Files.writeString(array, "[1, 2]");
+        assertThatThrownBy(() -> DeviceSummary.read(array))
+                .isInstanceOf(IOException.class)
+                .hasMessage("bad device summary " + array + ": expected an object");
+
+        Path nested = dir.resolve("summary-device-3.json");
+        Files.writeString(nested, "{\"device\": 3, \"steps\": {\"n\": 1}}");
+        assertThatThrownBy(() -> DeviceSummary.read(nested))
+                .isInstanceOf(IOException.class)
+                .hasMessage(
+                        "bad device summary "
+                                + nested
+                                + ": \"steps\" is neither a string, a number nor null");
     }
 }

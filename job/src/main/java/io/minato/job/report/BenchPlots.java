@@ -1,6 +1,7 @@
 package io.minato.job.report;
 
 import io.minato.data.BadInputException;
+import io.minato.json.Json;
 import java.awt.Color;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
@@ -139,7 +140,7 @@ public final class BenchPlots {
         }
         Object root;
         try {
-            root = JsonParser.parse(text);
+            root = Json.parse(text);
         } catch (IllegalArgumentException e) {
             throw new BadInputException(file, "malformed JSON: " + e.getMessage());
         }
