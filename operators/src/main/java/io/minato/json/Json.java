@@ -69,6 +69,9 @@ public final class Json {
     }
 
     private static Object value(JsonParser p, JsonToken t) throws IOException {
+        if (t == null) { // Jackson reports an early end itself; kept safe all the same
+            throw error("expected a value, found the end of the text", p.currentLocation());
+        }
         switch (t) {
             case START_OBJECT -> {
                 Map<String, Object> object = new LinkedHashMap<>();
