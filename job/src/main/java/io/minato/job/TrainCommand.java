@@ -2,8 +2,9 @@ package io.minato.job;
 
 import ai.djl.engine.Engine;
 import io.minato.data.CaseFiles;
-import io.minato.job.report.MemorySampler;
+import io.minato.job.report.RunPlots;
 import io.minato.job.report.RunReport;
+import io.minato.job.report.RunSampler;
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
@@ -20,6 +21,7 @@ import io.minato.trainer.TrainingProgress;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.trainer.unet.Unet3d;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -39,6 +41,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.stream.Collectors;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
@@ -513,8 +516,13 @@ public final class TrainCommand implements Callable<Integer> {
         }
         long cpu0 = processCpuNanos();
         long start = System.currentTimeMillis();
-        MemorySampler memory = embedded ? MemorySampler.start(MEMORY_PERIOD) : null;
-        List<MemorySampler.Sample> memorySamples = null;
+        // The run's trainers register with it; held here, as the progress line forgets it.
+        TrainingProgress progress = TrainingProgress.of(run.toAbsolutePath());
+        RunSampler memory =
+                embedded
+                        ? RunSampler.start(MEMORY_PERIOD, () -> progress.totals().busyNanos())
+                        : null;
+        List<RunSampler.Sample> memorySamples = null;
         JobExecutionResult result;
         try {
             result =
@@ -535,6 +543,7 @@ public final class TrainCommand implements Callable<Integer> {
             throw e;
         } finally {
             memorySamples = memory == null ? null : memory.stop();
+            TrainingProgress.forget(run.toAbsolutePath());
             FlinkSetup.deleteRpcJars(flinkTmp);
         }
         long processCpu = processCpuNanos() - cpu0;
@@ -578,9 +587,38 @@ public final class TrainCommand implements Callable<Integer> {
         if (trace != null) {
             TraceFiles.merge(run, trace);
         }
+        writePlots(run, memorySamples, dev.devices().size(), err);
         out.println(r.summaryLine());
         out.flush();
         return 0;
+    }
+
+    /**
+     * The run's own plots into its folder ({@link RunPlots}): usage over time where this process
+     * sampled it (the embedded cluster), preparation times always. A plot that cannot be drawn
+     * costs a warning line, never the run.
+     */
+    private static void writePlots(
+            Path run, List<RunSampler.Sample> samples, int devices, PrintWriter err) {
+        try {
+            List<Path> written =
+                    RunPlots.write(
+                            run,
+                            samples == null ? List.of() : samples,
+                            devices,
+                            Runtime.getRuntime().availableProcessors(),
+                            TraceFiles.prepMillisByPath(run));
+            if (!written.isEmpty()) {
+                err.println(
+                        "plots: "
+                                + written.stream()
+                                        .map(Path::toString)
+                                        .collect(Collectors.joining(", ")));
+            }
+        } catch (IOException | RuntimeException e) {
+            err.println("warning: no plots of this run: " + e.getMessage());
+        }
+        err.flush();
     }
 
     /**
@@ -602,7 +640,7 @@ public final class TrainCommand implements Callable<Integer> {
             long processStart,
             double cpuSeconds,
             Evaluation.Dice dice,
-            List<MemorySampler.Sample> memory) {
+            List<RunSampler.Sample> memory) {
         RunReport.Inputs t = template;
         Long first = firstRequest(accumulators);
         RunReport.Workers w = t.workers();

@@ -59,6 +59,9 @@ class TrainCommandTest {
                                     + " 24 MB RPC jar is deleted")
                     .noneMatch(f -> f.startsWith("flink-rpc-"));
         }
+        assertThat(out.resolve("run").resolve("usage.png")).isRegularFile();
+        assertThat(out.resolve("run").resolve("prep-times.png")).isRegularFile();
+        assertThat(run.err()).contains("plots: ");
         // 8 samples are too few for the auto timeout to set a deadline.
         assertThat(run.out()).contains("timeout none").doesNotContain("Infinity");
         try (var entries = Files.list(out.resolve("cache"))) {

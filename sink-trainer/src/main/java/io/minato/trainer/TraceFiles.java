@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.sample.SamplePath;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -9,7 +10,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -65,10 +69,26 @@ public final class TraceFiles {
     /** The preparation CPU time, in milliseconds, of every sample the devices trained. */
     public static List<Double> prepMillis(Path dir) throws IOException {
         List<Double> ms = new ArrayList<>();
+        prepMillisByPath(dir).values().forEach(ms::addAll);
+        return ms;
+    }
+
+    /**
+     * The preparation CPU time, in milliseconds, of every sample the devices trained, by the path
+     * it took (both keys always there).
+     */
+    public static Map<SamplePath, List<Double>> prepMillisByPath(Path dir) throws IOException {
+        Map<SamplePath, List<Double>> ms = new EnumMap<>(SamplePath.class);
+        for (SamplePath path : SamplePath.values()) {
+            ms.put(path, new ArrayList<>());
+        }
         for (Path f : deviceFiles(dir)) {
             try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.US_ASCII)) {
                 for (String line = r.readLine(); line != null; line = r.readLine()) {
-                    ms.add(Long.parseLong(line.substring(line.lastIndexOf(',') + 1)) / 1000.0);
+                    int last = line.lastIndexOf(',');
+                    String path = line.substring(line.lastIndexOf(',', last - 1) + 1, last);
+                    ms.get(SamplePath.valueOf(path.toUpperCase(Locale.ROOT)))
+                            .add(Long.parseLong(line.substring(last + 1)) / 1000.0);
                 }
             }
         }

@@ -2,9 +2,11 @@ package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.sample.SamplePath;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,7 +33,10 @@ class TraceFilesTest {
                         "0,2,3,2,0,fast",
                         "0,5,1,10,0,slow");
         // The per-device column the contract's trace leaves out: preparation CPU microseconds.
-        assertThat(TraceFiles.prepMillis(dir)).containsExactly(1.0, 0.25, 2.5);
+        assertThat(TraceFiles.prepMillis(dir)).containsExactlyInAnyOrder(1.0, 0.25, 2.5);
+        assertThat(TraceFiles.prepMillisByPath(dir))
+                .containsEntry(SamplePath.FAST, List.of(1.0, 0.25))
+                .containsEntry(SamplePath.SLOW, List.of(2.5));
         try (Stream<Path> left = Files.list(out.getParent())) {
             assertThat(left).as("no temporary file left").containsExactly(out);
         }
@@ -42,5 +47,8 @@ class TraceFilesTest {
         Path out = dir.resolve("trace.csv");
         TraceFiles.merge(dir, out);
         assertThat(Files.readString(out)).isEqualTo(TraceFiles.HEADER + "\n");
+        assertThat(TraceFiles.prepMillisByPath(dir))
+                .containsEntry(SamplePath.FAST, List.of())
+                .containsEntry(SamplePath.SLOW, List.of());
     }
 }

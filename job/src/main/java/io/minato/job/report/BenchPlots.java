@@ -371,17 +371,25 @@ public final class BenchPlots {
     }
 
     /**
-     * Whether {@code e} is how Java 2D fails on a machine without fonts: "No physical fonts found",
-     * or "Fontconfig head is null" inside an InternalError, depending on what is missing.
+     * If {@code e} is how Java 2D fails on a machine without fonts ("No physical fonts found", or
+     * "Fontconfig head is null" inside an InternalError, depending on what is missing), the
+     * one-line IOException that says what to install (with {@code e} suppressed, not its cause: the
+     * last line printed is this one); else null.
      */
-    private static boolean aboutFonts(Throwable e) {
+    static IOException noFonts(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             String m = t.getMessage();
             if (m != null && m.toLowerCase(Locale.ROOT).contains("font")) {
-                return true;
+                IOException io =
+                        new IOException(
+                                "Java 2D found no fonts for the plots' text; install"
+                                        + " fontconfig and a font (Debian: apt-get install"
+                                        + " fontconfig fonts-dejavu-core)");
+                io.addSuppressed(e);
+                return io;
             }
         }
-        return false;
+        return null;
     }
 
     /**
@@ -399,15 +407,9 @@ public final class BenchPlots {
             try {
                 image = charts[k].render();
             } catch (Error | RuntimeException e) {
-                if (aboutFonts(e)) {
-                    // Suppressed, not the cause: the last line printed is this one.
-                    IOException io =
-                            new IOException(
-                                    "Java 2D found no fonts for the plots' text; install"
-                                            + " fontconfig and a font (Debian: apt-get install"
-                                            + " fontconfig fonts-dejavu-core)");
-                    io.addSuppressed(e);
-                    throw io;
+                IOException fonts = noFonts(e);
+                if (fonts != null) {
+                    throw fonts;
                 }
                 throw e;
             }

@@ -53,7 +53,7 @@ public final class RunReport {
             DjlAccelerator.Settings optimizer,
             CacheCounts caseCache,
             DataOptions.Tail tail,
-            List<MemorySampler.Sample> memory,
+            List<RunSampler.Sample> memory,
             Workers workers)
             implements Serializable {}
 
@@ -89,7 +89,7 @@ public final class RunReport {
     private final long firstEpochEnd; // epoch millis; 0: no epoch-0 sample was trained
     private final long samplesAtFirstEpochEnd;
     private final long startMillis; // the first request, or a resumed run's first step
-    private final MemorySampler.Memory memory; // null: not measured
+    private final RunSampler.Memory memory; // null: not measured
 
     private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
         this.in = in;
@@ -125,7 +125,7 @@ public final class RunReport {
         startMillis = start;
         wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - start) / 1000.0) : 0;
         firstEpochEnd = epochEnd;
-        memory = in.memory() == null ? null : MemorySampler.summarize(in.memory(), epochEnd);
+        memory = in.memory() == null ? null : RunSampler.summarize(in.memory(), epochEnd);
         samplesAtFirstEpochEnd = atEpochEnd;
         steps = maxSteps;
         delivered = samples;

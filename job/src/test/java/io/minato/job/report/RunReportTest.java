@@ -130,14 +130,15 @@ class RunReportTest {
     void shouldReportPeakMemoryOverTheFirstEpochAndEachHalfOfTheLaterOnes() throws IOException {
         DeviceSummary.of(0, "cpu", counters(2_000, 4), null).write(run); // epoch 0 ends at 2 s
         long mib = 1 << 20;
-        List<MemorySampler.Sample> samples =
+        List<RunSampler.Sample> samples =
                 List.of(
-                        new MemorySampler.Sample(1_000, 900 * mib, 300 * mib),
-                        new MemorySampler.Sample(2_000, 1000 * mib, 350 * mib),
-                        new MemorySampler.Sample(3_000, 1500 * mib, 500 * mib), // later, 1st half
-                        new MemorySampler.Sample(4_000, 1400 * mib, 490 * mib), // (3 .. 5 s)
-                        new MemorySampler.Sample(6_000, 1450 * mib, 510 * mib), // 2nd half
-                        new MemorySampler.Sample(7_000, 1400 * mib, 480 * mib));
+                        new RunSampler.Sample(1_000, 900 * mib, 300 * mib, -1, -1),
+                        new RunSampler.Sample(2_000, 1000 * mib, 350 * mib, -1, -1),
+                        new RunSampler.Sample(
+                                3_000, 1500 * mib, 500 * mib, -1, -1), // later, 1st half
+                        new RunSampler.Sample(4_000, 1400 * mib, 490 * mib, -1, -1), // (3 .. 5 s)
+                        new RunSampler.Sample(6_000, 1450 * mib, 510 * mib, -1, -1), // 2nd half
+                        new RunSampler.Sample(7_000, 1400 * mib, 480 * mib, -1, -1));
         assertThat(report(1, 3, samples).toJson())
                 .contains(
                         "  \"memory\": {\"peak_rss_mb\": 1500.0, \"peak_anon_mb\": 510.0,"
@@ -152,9 +153,9 @@ class RunReportTest {
     @Test
     void shouldReadResidentAndAnonymousMemoryFromProcStatus() {
         String status = "Name:\tjava\nVmHWM:\t  2000 kB\nVmRSS:\t  1536 kB\nRssAnon:\t  512 kB\n";
-        assertThat(MemorySampler.parse(7, status))
-                .contains(new MemorySampler.Sample(7, 1536 * 1024, 512 * 1024));
-        assertThat(MemorySampler.parse(7, "Name:\tjava\n")).isEmpty();
+        assertThat(RunSampler.parse(7, status))
+                .contains(new RunSampler.Sample(7, 1536 * 1024, 512 * 1024, -1, -1));
+        assertThat(RunSampler.parse(7, "Name:\tjava\n")).isEmpty();
     }
 
     private static DeviceCounters counters(long firstEpochEnd, long samplesByThen) {
@@ -179,13 +180,13 @@ class RunReportTest {
         return report(devices, epochs, null);
     }
 
-    private RunReport report(int devices, int epochs, List<MemorySampler.Sample> memory)
+    private RunReport report(int devices, int epochs, List<RunSampler.Sample> memory)
             throws IOException {
         return report(devices, epochs, memory, 100);
     }
 
     private RunReport report(
-            int devices, int epochs, List<MemorySampler.Sample> memory, long processStart)
+            int devices, int epochs, List<RunSampler.Sample> memory, long processStart)
             throws IOException {
         return RunReport.build(
                 new RunReport.Inputs(

@@ -1,6 +1,8 @@
 package io.minato.job.report;
 
+import com.sun.management.OperatingSystemMXBean;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -8,26 +10,33 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.LongSupplier;
 
 /**
- * Reads this process's resident memory from {@code /proc/self/status} at a fixed period, for the
- * report's {@code memory}: whether it stays flat after the first epoch. Anonymous memory (heap,
+ * Reads, at a fixed period, this process's resident memory from {@code /proc/self/status}, its CPU
+ * time, and the trainers' busy time so far: for the report's {@code memory} (whether it stays flat
+ * after the first epoch) and the run's usage plot ({@link RunPlots}). Anonymous memory (heap,
  * native buffers, the model) is told apart from the mapped data set's pages, which grow with how
  * much of the data the run has touched and are not a leak. Where there is no {@code /proc} (not
  * Linux) nothing is sampled.
  */
-public final class MemorySampler {
+public final class RunSampler {
     private static final Path STATUS = Path.of("/proc/self/status");
 
-    /** One reading: wall-clock millis, resident bytes in all and anonymous ones. */
-    public record Sample(long millis, long rssBytes, long anonBytes)
+    /**
+     * One reading: wall-clock millis, resident bytes in all and anonymous ones, the process's CPU
+     * time and the trainers' busy time summed over devices (nanoseconds; -1: not read).
+     */
+    public record Sample(long millis, long rssBytes, long anonBytes, long cpuNanos, long busyNanos)
             implements java.io.Serializable {}
 
     private final List<Sample> samples = new ArrayList<>();
     private final Thread thread;
+    private final LongSupplier busyNanos;
     private volatile boolean stop;
 
-    private MemorySampler(Duration period) {
+    private RunSampler(Duration period, LongSupplier busyNanos) {
+        this.busyNanos = busyNanos;
         thread =
                 new Thread(
                         () -> {
@@ -40,13 +49,16 @@ public final class MemorySampler {
                                 }
                             }
                         },
-                        "memory-sampler");
+                        "run-sampler");
         thread.setDaemon(true);
     }
 
-    /** Starts sampling every {@code period}; none at all without {@code /proc}. */
-    public static MemorySampler start(Duration period) {
-        MemorySampler s = new MemorySampler(period);
+    /**
+     * Starts sampling every {@code period}, the trainers' busy time from {@code busyNanos}; none at
+     * all without {@code /proc}.
+     */
+    public static RunSampler start(Duration period, LongSupplier busyNanos) {
+        RunSampler s = new RunSampler(period, busyNanos);
         if (Files.isReadable(STATUS)) {
             s.thread.start();
         }
@@ -74,18 +86,36 @@ public final class MemorySampler {
         }
     }
 
-    /** This process's VmRSS and RssAnon now; empty if {@code /proc} cannot say. */
-    static Optional<Sample> read() {
+    /** A reading now; empty if {@code /proc} cannot say. */
+    private Optional<Sample> read() {
         try {
-            return parse(
-                    System.currentTimeMillis(),
-                    Files.readString(STATUS, StandardCharsets.US_ASCII));
+            long millis = System.currentTimeMillis();
+            return parse(millis, Files.readString(STATUS, StandardCharsets.US_ASCII))
+                    .map(
+                            m ->
+                                    new Sample(
+                                            millis,
+                                            m.rssBytes(),
+                                            m.anonBytes(),
+                                            cpuNanos(),
+                                            busyNanos.getAsLong()));
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
         }
     }
 
-    /** The kB fields VmRSS and RssAnon of a {@code /proc/<pid>/status} text. */
+    /** This process's CPU time; -1 where the JVM cannot say. */
+    static long cpuNanos() {
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os) {
+            return os.getProcessCpuTime();
+        }
+        return -1;
+    }
+
+    /**
+     * The kB fields VmRSS and RssAnon of a {@code /proc/<pid>/status} text (CPU and busy time not
+     * read: -1).
+     */
     static Optional<Sample> parse(long millis, String status) {
         long rss = -1;
         long anon = -1;
@@ -98,7 +128,7 @@ public final class MemorySampler {
         }
         return rss < 0 || anon < 0
                 ? Optional.empty()
-                : Optional.of(new Sample(millis, rss * 1024, anon * 1024));
+                : Optional.of(new Sample(millis, rss * 1024, anon * 1024, -1, -1));
     }
 
     private static long kiloBytes(String line) {
