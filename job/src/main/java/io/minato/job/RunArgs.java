@@ -36,6 +36,8 @@ final class RunArgs {
                     "--trace",
                     "--web-ui",
                     "--no-web-ui",
+                    "--plots",
+                    "--no-plots",
                     "--rest-port",
                     "--metrics-port",
                     "--timeout",

@@ -223,6 +223,16 @@ public final class TrainCommand implements Callable<Integer> {
     boolean webUi = true;
 
     @Option(
+            names = "--plots",
+            negatable = true,
+            defaultValue = "true",
+            fallbackValue = "true",
+            description =
+                    "Draw the run's usage.png and prep-times.png into its run directory at its end"
+                            + " (about half a second of CPU; default: on).")
+    boolean plots = true;
+
+    @Option(
             names = "--rest-port",
             paramLabel = "PORT",
             description =
@@ -246,7 +256,8 @@ public final class TrainCommand implements Callable<Integer> {
                     "Continue the run in RUN_DIR (killed, failed or stopped) from its latest complete"
                             + " checkpoint, with the options it was started with. Beside it only"
                             + " options that do not change what is trained may be given anew"
-                            + " (--report, --trace, --[no-]web-ui, --rest-port, --metrics-port,"
+                            + " (--report, --trace, --[no-]web-ui, --[no-]plots, --rest-port,"
+                            + " --metrics-port,"
                             + " --timeout,"
                             + " --queue-depth, --checkpoint-interval, the case cache's); any other"
                             + " must repeat the run's value.")
@@ -587,7 +598,9 @@ public final class TrainCommand implements Callable<Integer> {
         if (trace != null) {
             TraceFiles.merge(run, trace);
         }
-        writePlots(run, memorySamples, dev.devices().size(), err);
+        if (plots) {
+            writePlots(run, memorySamples, dev.devices().size(), err);
+        }
         out.println(r.summaryLine());
         out.flush();
         return 0;

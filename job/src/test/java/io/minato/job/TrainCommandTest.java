@@ -138,10 +138,14 @@ class TrainCommandTest {
                         report.toString(),
                         "--cache-dir",
                         cache.toString(),
-                        "--no-case-cache");
+                        "--no-case-cache",
+                        "--no-plots");
         assertThat(run.status()).as(run.err()).isZero();
         assertThat(Files.readString(report)).contains("\"case_cache\": null");
         assertThat(cache).doesNotExist();
+        assertThat(out.resolve("run").resolve("usage.png")).doesNotExist();
+        assertThat(out.resolve("run").resolve("prep-times.png")).doesNotExist();
+        assertThat(run.err()).doesNotContain("plots: ");
     }
 
     @Test
@@ -150,14 +154,17 @@ class TrainCommandTest {
         new picocli.CommandLine(plain).parseArgs();
         assertThat(plain.webUi).isTrue();
         assertThat(plain.data.caseCache).isTrue();
+        assertThat(plain.plots).isTrue();
         TrainCommand negated = new TrainCommand();
-        new picocli.CommandLine(negated).parseArgs("--no-web-ui", "--no-case-cache");
+        new picocli.CommandLine(negated).parseArgs("--no-web-ui", "--no-case-cache", "--no-plots");
         assertThat(negated.webUi).isFalse();
         assertThat(negated.data.caseCache).isFalse();
+        assertThat(negated.plots).isFalse();
         TrainCommand positive = new TrainCommand();
-        new picocli.CommandLine(positive).parseArgs("--web-ui", "--case-cache");
+        new picocli.CommandLine(positive).parseArgs("--web-ui", "--case-cache", "--plots");
         assertThat(positive.webUi).isTrue();
         assertThat(positive.data.caseCache).isTrue();
+        assertThat(positive.plots).isTrue();
     }
 
     @Test
