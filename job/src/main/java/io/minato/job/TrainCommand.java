@@ -229,7 +229,7 @@ public final class TrainCommand implements Callable<Integer> {
             fallbackValue = "true",
             description =
                     "Draw the run's usage.png and prep-times.png into its run directory at its end"
-                            + " (about half a second of CPU; default: on).")
+                            + " (a fraction of a second at the end; default: on).")
     boolean plots = true;
 
     @Option(
