@@ -263,7 +263,7 @@ public final class TrainCommand implements Callable<Integer> {
                             + " must repeat the run's value.")
     Path resume;
 
-    private static final Duration MEMORY_PERIOD = Duration.ofMillis(250);
+    private static final Duration SAMPLE_PERIOD = Duration.ofMillis(250);
 
     @Option(
             names = "--progress-interval",
@@ -529,11 +529,11 @@ public final class TrainCommand implements Callable<Integer> {
         long start = System.currentTimeMillis();
         // The run's trainers register with it; held here, as the progress line forgets it.
         TrainingProgress progress = TrainingProgress.of(run.toAbsolutePath());
-        RunSampler memory =
+        RunSampler sampler =
                 embedded
-                        ? RunSampler.start(MEMORY_PERIOD, () -> progress.totals().busyNanos())
+                        ? RunSampler.start(SAMPLE_PERIOD, () -> progress.totals().busyNanos())
                         : null;
-        List<RunSampler.Sample> memorySamples = null;
+        List<RunSampler.Sample> samples = null;
         JobExecutionResult result;
         try {
             result =
@@ -553,7 +553,7 @@ public final class TrainCommand implements Callable<Integer> {
             }
             throw e;
         } finally {
-            memorySamples = memory == null ? null : memory.stop();
+            samples = sampler == null ? null : sampler.stop();
             TrainingProgress.forget(run.toAbsolutePath());
             FlinkSetup.deleteRpcJars(flinkTmp);
         }
@@ -590,7 +590,7 @@ public final class TrainCommand implements Callable<Integer> {
                                 requested ? ManagementFactory.getRuntimeMXBean().getStartTime() : 0,
                                 processCpu / 1e9,
                                 dice,
-                                memorySamples),
+                                samples),
                         run);
         if (report != null) {
             r.write(report);
@@ -599,7 +599,7 @@ public final class TrainCommand implements Callable<Integer> {
             TraceFiles.merge(run, trace);
         }
         if (plots) {
-            writePlots(run, memorySamples, dev.devices().size(), err);
+            writePlots(run, samples, dev.devices().size(), err);
         }
         out.println(r.summaryLine());
         out.flush();
