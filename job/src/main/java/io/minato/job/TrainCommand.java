@@ -525,9 +525,9 @@ public final class TrainCommand implements Callable<Integer> {
             err.flush();
             return 0;
         }
-        long cpu0 = processCpuNanos();
+        long cpu0 = RunSampler.cpuNanos();
         long start = System.currentTimeMillis();
-        // The run's trainers register with it; held here, as the progress line forgets it.
+        // The run's trainers register with it; read by the sampler and the progress line.
         TrainingProgress progress = TrainingProgress.of(run.toAbsolutePath());
         RunSampler sampler =
                 embedded
@@ -540,7 +540,7 @@ public final class TrainCommand implements Callable<Integer> {
                     embedded && progressMillis > 0
                             ? withProgress(
                                     env.executeAsync(name),
-                                    run,
+                                    progress,
                                     (long) train.size() * epochs,
                                     train.size(),
                                     dev.devices().size(),
@@ -557,7 +557,7 @@ public final class TrainCommand implements Callable<Integer> {
             TrainingProgress.forget(run.toAbsolutePath());
             FlinkSetup.deleteRpcJars(flinkTmp);
         }
-        long processCpu = processCpuNanos() - cpu0;
+        long processCpu = RunSampler.cpuNanos() - cpu0;
         RunArgs.finished(run);
         Map<String, Object> accumulators = result.getAllAccumulatorResults();
         Long firstRequest = firstRequest(accumulators);
@@ -825,11 +825,15 @@ public final class TrainCommand implements Callable<Integer> {
      * interval, slow samples so far, and when the run should end at that pace.
      */
     private JobExecutionResult withProgress(
-            JobClient job, Path run, long total, int cases, int devices, PrintWriter err)
+            JobClient job,
+            TrainingProgress progress,
+            long total,
+            int cases,
+            int devices,
+            PrintWriter err)
             throws Exception {
         boolean terminal = System.console() != null;
         long interval = terminal ? Math.min(progressMillis, 1000) : progressMillis;
-        TrainingProgress progress = TrainingProgress.of(run);
         CompletableFuture<JobExecutionResult> done = job.getJobExecutionResult();
         long lastNanos = System.nanoTime();
         TrainingProgress.Totals last = progress.totals();
@@ -895,7 +899,6 @@ public final class TrainCommand implements Callable<Integer> {
             if (drawn && terminal) {
                 err.println();
             }
-            TrainingProgress.forget(run);
         }
     }
 
@@ -952,12 +955,5 @@ public final class TrainCommand implements Callable<Integer> {
                         + dev.spec()
                         + "' (set PYTORCH_LIBRARY_PATH to a CUDA libtorch 2.7.1, see README)");
         return DeviceSpec.parse(n == 1 ? "cpu" : "cpu:" + n);
-    }
-
-    private static long processCpuNanos() {
-        var os = ManagementFactory.getOperatingSystemMXBean();
-        return os instanceof com.sun.management.OperatingSystemMXBean sun
-                ? sun.getProcessCpuTime()
-                : 0;
     }
 }

@@ -105,7 +105,7 @@ public final class RunSampler {
     }
 
     /** This process's CPU time; -1 where the JVM cannot say. */
-    static long cpuNanos() {
+    public static long cpuNanos() {
         if (ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os) {
             return os.getProcessCpuTime();
         }
