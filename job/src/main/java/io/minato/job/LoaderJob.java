@@ -2,7 +2,6 @@ package io.minato.job;
 
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.BatchAssembler;
-import io.minato.loader.CaseTable;
 import io.minato.loader.DeviceKeys;
 import io.minato.loader.DeviceOf;
 import io.minato.loader.DjlLoader;
@@ -15,8 +14,8 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.spi.Workload;
 import io.minato.trainer.TrainerSink;
-import io.minato.transform.TransformConfig;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -54,8 +53,7 @@ public final class LoaderJob {
      */
     public record Settings(
             Loader loader,
-            CaseTable cases,
-            TransformConfig transforms,
+            Workload<?> workload,
             int epochs,
             long seed,
             int batch,
@@ -88,7 +86,7 @@ public final class LoaderJob {
         // baselines' loaders are one operator with threads of their own.
         int shares = s.loader() == Loader.minato ? s.fastWorkers() : 1;
         DataStream<SampleTask> tasks =
-                SampleSource.tasks(env, s.cases().size(), s.epochs(), s.seed(), shares);
+                SampleSource.tasks(env, s.workload().size(), s.epochs(), s.seed(), shares);
         DataStream<Batch> batches =
                 switch (s.loader()) {
                     case minato -> minato(tasks);
@@ -109,11 +107,7 @@ public final class LoaderJob {
                                 "AugmentOperator",
                                 SampleTypes.PREPARED_SAMPLE,
                                 new AugmentOperator(
-                                        s.cases(),
-                                        s.transforms(),
-                                        s.timeout(),
-                                        s.devices(),
-                                        s.scheduled()))
+                                        s.workload(), s.timeout(), s.devices(), s.scheduled()))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -123,7 +117,7 @@ public final class LoaderJob {
                         .transform(
                                 "SlowPath",
                                 SampleTypes.PREPARED_SAMPLE,
-                                new SlowPath(s.cases(), s.transforms(), s.devices(), s.scheduled()))
+                                new SlowPath(s.workload(), s.devices(), s.scheduled()))
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -145,8 +139,7 @@ public final class LoaderJob {
                         "InOrderLoader",
                         TypeInformation.of(Batch.class),
                         InOrderLoader.builder()
-                                .setCases(s.cases())
-                                .setConfig(s.transforms())
+                                .setWorkload(s.workload())
                                 .setBatchSize(s.batch())
                                 .setDevices(s.devices())
                                 .setWorkers(workers)
@@ -164,8 +157,7 @@ public final class LoaderJob {
                         "DjlLoader",
                         TypeInformation.of(Batch.class),
                         new DjlLoader(
-                                s.cases(),
-                                s.transforms(),
+                                s.workload(),
                                 s.batch(),
                                 s.devices(),
                                 s.fastWorkers() + s.slowWorkers()))

@@ -12,6 +12,7 @@ import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TimeoutPolicy;
+import io.minato.spi.Workload;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.SimulatedAccelerator;
@@ -404,7 +405,7 @@ public final class TrainCommand implements Callable<Integer> {
         }
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
         RunLog.into(run);
-        CaseTable caseTable = new CaseTable(train, cases.cache());
+        Workload<?> workload = new CaseTable(train, cases.cache()).workload(data.transformConfig());
         boolean minato = loader == LoaderJob.Loader.minato;
         RunReport.Inputs template =
                 new RunReport.Inputs(
@@ -447,7 +448,7 @@ public final class TrainCommand implements Callable<Integer> {
                         .optQueueDepth(queueDepth)
                         .optOutputDir(run.toAbsolutePath())
                         .optTraceDir(run.toAbsolutePath())
-                        .optRecipe(new SampleRecipe(caseTable, data.transformConfig()));
+                        .optRecipe(new SampleRecipe(workload));
         if (detached) {
             sinkBuilder.optOnRunEnd(
                     new DetachedReport(
@@ -462,8 +463,7 @@ public final class TrainCommand implements Callable<Integer> {
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
-                        caseTable,
-                        data.transformConfig(),
+                        workload,
                         epochs,
                         data.seed,
                         batch,

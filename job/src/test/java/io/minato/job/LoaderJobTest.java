@@ -167,8 +167,7 @@ class LoaderJobTest {
         new LoaderJob(
                         new LoaderJob.Settings(
                                 loader,
-                                new CaseTable(train),
-                                TransformConfig.mlperf(16),
+                                new CaseTable(train).workload(TransformConfig.mlperf(16)),
                                 2,
                                 SEED,
                                 BATCH,
@@ -396,8 +395,7 @@ class LoaderJobTest {
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
-                        new CaseTable(train, cache),
-                        transforms,
+                        new CaseTable(train, cache).workload(transforms),
                         epochs,
                         SEED,
                         BATCH,
@@ -411,7 +409,7 @@ class LoaderJobTest {
                         .setAccelerator(accelerator)
                         .optOutputDir(run)
                         .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(settings.cases(), settings.transforms()))
+                        .optRecipe(new SampleRecipe(settings.workload()))
                         .build();
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(

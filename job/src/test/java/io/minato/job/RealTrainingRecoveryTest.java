@@ -80,8 +80,7 @@ class RealTrainingRecoveryTest {
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         LoaderJob.Loader.minato,
-                        new CaseTable(train),
-                        TransformConfig.mlperf(32),
+                        new CaseTable(train).workload(TransformConfig.mlperf(32)),
                         epochs,
                         3,
                         2,
@@ -97,7 +96,7 @@ class RealTrainingRecoveryTest {
                                         new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3)))
                         .optOutputDir(run)
                         .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(settings.cases(), settings.transforms()))
+                        .optRecipe(new SampleRecipe(settings.workload()))
                         .build();
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(

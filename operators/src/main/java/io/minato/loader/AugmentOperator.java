@@ -5,10 +5,9 @@ import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.spi.Steps;
+import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
-import io.minato.transform.Preparation;
-import io.minato.transform.TransformConfig;
-import io.minato.transform.Volume;
 import org.apache.flink.api.common.accumulators.AverageAccumulator;
 import org.apache.flink.api.common.accumulators.DoubleMaximum;
 import org.apache.flink.metrics.Counter;
@@ -47,9 +46,8 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     private transient AverageAccumulator activeMean;
 
     /** A fast worker that prepares whenever it has work. */
-    public AugmentOperator(
-            CaseTable cases, TransformConfig config, TimeoutPolicy timeout, int devices) {
-        this(cases, config, timeout, devices, false);
+    public AugmentOperator(Workload<?> workload, TimeoutPolicy timeout, int devices) {
+        this(workload, timeout, devices, false);
     }
 
     /**
@@ -57,12 +55,8 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
      * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
     public AugmentOperator(
-            CaseTable cases,
-            TransformConfig config,
-            TimeoutPolicy timeout,
-            int devices,
-            boolean scheduled) {
-        super(cases, config, devices, WorkerScheduler.Kind.FAST, scheduled);
+            Workload<?> workload, TimeoutPolicy timeout, int devices, boolean scheduled) {
+        super(workload, devices, WorkerScheduler.Kind.FAST, scheduled);
         this.timeoutSetting = timeout;
     }
 
@@ -104,15 +98,20 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     }
 
     private void attempt(SampleTask task, boolean paced) throws Exception {
+        attempt(workload, task, paced);
+    }
+
+    private <S> void attempt(Workload<S> workload, SampleTask task, boolean paced)
+            throws Exception {
         long start = System.nanoTime();
         long cpu0 = CpuClock.threadNanos();
         long budget = timeout.timeoutNanos();
-        Preparation p = Preparation.start(task.key());
+        Steps<S> p = workload.start(task.key());
         long cpu;
         try {
-            Volume volume = cases.volume(task.caseIndex());
+            S source = workload.open(task.caseIndex());
             while (!p.isDone()) {
-                p.advance(volume, config);
+                p.advance(source);
                 if (!p.isDone() && System.nanoTime() - start > budget) {
                     break;
                 }

@@ -1,6 +1,7 @@
 package io.minato.loader;
 
-import io.minato.data.CaseCache;
+import io.minato.spi.MemoStats;
+import io.minato.spi.Workload;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.apache.flink.api.common.accumulators.Accumulator;
@@ -9,8 +10,8 @@ import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.metrics.MetricGroup;
 
 /**
- * An operator's lookups of remembered per-case results ({@link CaseCache}) as Flink metrics (web
- * UI, REST) and as accumulators (summed over subtasks into the job's result, for the report).
+ * An operator's lookups of remembered results ({@link io.minato.spi.MemoStats}) as Flink metrics
+ * (web UI, REST) and as accumulators (summed over subtasks into the job's result, for the report).
  */
 public final class CacheMetrics {
     /** Lookups that found the case's result remembered. */
@@ -24,12 +25,12 @@ public final class CacheMetrics {
 
     private CacheMetrics() {}
 
-    /** Registers the table's counters on an operator's metric group and accumulators. */
-    public static void register(RuntimeContext context, MetricGroup metrics, CaseTable cases) {
-        CaseCache.Counters counters = cases.counters();
+    /** Registers the workload's memo counters on an operator's metric group and accumulators. */
+    public static void register(RuntimeContext context, MetricGroup metrics, Workload<?> workload) {
+        MemoStats counters = workload.samples().memo();
         metrics.gauge(HITS, counters::hits);
         metrics.gauge(MISSES, counters::misses);
-        metrics.gauge(BYTES, CaseCache::memoryBytes);
+        metrics.gauge(BYTES, counters::bytes);
         context.addAccumulator(HITS, new Live(counters::hits));
         context.addAccumulator(MISSES, new Live(counters::misses));
     }

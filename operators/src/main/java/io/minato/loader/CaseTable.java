@@ -4,13 +4,13 @@ import io.minato.data.BadInputException;
 import io.minato.data.CaseCache;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
-import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
-import io.minato.transform.SampleKey;
+import io.minato.spi.MemoStats;
+import io.minato.spi.SampleSet;
+import io.minato.spi.Workload;
+import io.minato.transform.MlperfTransforms;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
 import java.io.IOException;
-import java.io.Serializable;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -23,7 +23,7 @@ import java.util.Map;
  * with the job graph), opened lazily and kept mapped in a small per-operator cache, each with its
  * {@link CaseCache} memo so that what depends on a case's files alone is computed once.
  */
-public final class CaseTable implements Serializable {
+public final class CaseTable implements SampleSet<Volume> {
     private static final long serialVersionUID = 1L;
     private static final int OPEN_VOLUMES = 64;
 
@@ -52,8 +52,34 @@ public final class CaseTable implements Serializable {
         }
     }
 
+    /** The KiTS19 workload: these cases, prepared by the MLPerf transforms with {@code config}. */
+    public Workload<Volume> workload(TransformConfig config) {
+        return new Workload<>("kits19", this, new MlperfTransforms(config));
+    }
+
+    @Override
     public int size() {
         return names.length;
+    }
+
+    /** The case's index in the training list, as the trace has always named it. */
+    @Override
+    public String traceName(int index) {
+        return Integer.toString(index);
+    }
+
+    /**
+     * The whole check of the case's files: headers, shapes, values, foreground. Whether a volume
+     * holds the patch is the transforms' condition, which the train command checks beside this.
+     */
+    @Override
+    public void check(int index) throws BadInputException {
+        CaseCheck.check(files(index), null);
+    }
+
+    @Override
+    public Volume open(int index) throws BadInputException {
+        return volume(index);
     }
 
     public CaseFiles files(int caseIndex) {
@@ -130,6 +156,7 @@ public final class CaseTable implements Serializable {
      * InternalError}, which Flink treats as fatal and stops the process for; this turns it into one
      * line naming the case's files. Any other internal error is thrown again as it was.
      */
+    @Override
     public BadInputException changedWhileRead(int caseIndex, InternalError fault) {
         if (fault.getMessage() == null || !fault.getMessage().contains("unsafe memory access")) {
             throw fault;
@@ -146,23 +173,29 @@ public final class CaseTable implements Serializable {
                 fault);
     }
 
-    /**
-     * The sample of {@code key} prepared whole from case {@code caseIndex}, a changed file reported
-     * as {@link #changedWhileRead} says: for the loaders that prepare a sample in one go and for
-     * the trainer's recipe.
-     */
-    public Patch prepare(SampleKey key, int caseIndex, TransformConfig config)
-            throws BadInputException {
-        Volume volume = volume(caseIndex);
-        try {
-            return Preparation.prepare(key, volume, config);
-        } catch (InternalError fault) {
-            throw changedWhileRead(caseIndex, fault);
-        }
-    }
-
     public CaseCache cache() {
         return cache;
+    }
+
+    @Override
+    public MemoStats memo() {
+        CaseCache.Counters c = counters();
+        return new MemoStats() {
+            @Override
+            public long hits() {
+                return c.hits();
+            }
+
+            @Override
+            public long misses() {
+                return c.misses();
+            }
+
+            @Override
+            public long bytes() {
+                return CaseCache.memoryBytes();
+            }
+        };
     }
 
     /** This table's (this operator's) lookups of remembered per-case results. */

@@ -15,11 +15,11 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Patch;
 import io.minato.transform.PatchPool;
 import io.minato.transform.Shape3;
-import io.minato.transform.TransformConfig;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -61,8 +61,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** Batches in flight per worker thread: the in-order loader's budget, for a fair comparison. */
     public static final int PREFETCH_PER_WORKER = 2;
 
-    private final CaseTable cases;
-    private final TransformConfig config;
+    private final Workload<?> workload;
     private final int batchSize;
     private final int devices;
     private transient SampleHandoff.Reservation handoff;
@@ -80,10 +79,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     private static final Object END = new Object();
 
-    public DjlLoader(
-            CaseTable cases, TransformConfig config, int batchSize, int devices, int workers) {
-        this.cases = Objects.requireNonNull(cases, "cases");
-        this.config = Objects.requireNonNull(config, "config");
+    public DjlLoader(Workload<?> workload, int batchSize, int devices, int workers) {
+        this.workload = Objects.requireNonNull(workload, "workload");
         if (batchSize < 1 || devices < 1 || workers < 1) {
             throw new IllegalArgumentException(
                     "batch size, devices and workers must be >= 1: "
@@ -112,7 +109,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), "DJL loader", "");
         batchesMetric = getMetricGroup().counter("batches");
         samplesDropped = getMetricGroup().counter("samplesDropped");
-        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), cases);
+        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
         feed = new Feed(batchSize);
@@ -215,7 +212,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
     private void iterate() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            Dataset dataset = new Dataset(feed, cases, config, PREFETCH_PER_WORKER * workers);
+            Dataset dataset = new Dataset(feed, workload, PREFETCH_PER_WORKER * workers);
             FeedSampler sampler = new FeedSampler(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
             // DJL iterates a dataset of known size: its sampler must not block. So each
@@ -261,11 +258,12 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         float[] allImages = images.toFloatArray();
         byte[] allLabels = labels.toByteArray();
         int size = djl.getSize();
+        int labelBytes = allLabels.length / size;
         List<PreparedSample> samples = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
-            Patch arrays = PatchPool.jvm().take(patch); // every voxel is written below
+            Patch arrays = PatchPool.jvm().take(patch, labelBytes); // all written below
             System.arraycopy(allImages, i * voxels, arrays.image(), 0, voxels);
-            System.arraycopy(allLabels, i * voxels, arrays.label(), 0, voxels);
+            System.arraycopy(allLabels, i * labelBytes, arrays.label(), 0, labelBytes);
             long index = first + i;
             samples.add(
                     new PreparedSample(
@@ -427,15 +425,13 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** The samples as a DJL dataset: {@code get} prepares one sample, image and label. */
     static final class Dataset extends RandomAccessDataset {
         private final Feed feed;
-        private final CaseTable cases;
-        private final TransformConfig config;
+        private final Workload<?> workload;
         private final Map<Long, Long> prepNanos = new ConcurrentHashMap<>();
 
-        Dataset(Feed feed, CaseTable cases, TransformConfig config, int prefetch) {
+        Dataset(Feed feed, Workload<?> workload, int prefetch) {
             super(new Builder(prefetch).setSampling(1, false));
             this.feed = feed;
-            this.cases = cases;
-            this.config = config;
+            this.workload = workload;
         }
 
         SampleTask task(long index) {
@@ -453,14 +449,19 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             long cpu0 = CpuClock.threadNanos();
             Patch p;
             try {
-                p = cases.prepare(task.key(), task.caseIndex(), config);
+                p = workload.prepare(task.key(), task.caseIndex());
             } catch (BadInputException e) {
                 throw new IllegalStateException(e.getMessage(), e);
             }
             prepNanos.put(index, CpuClock.threadNanos() - cpu0);
             Shape shape = new Shape(1, p.shape().d(), p.shape().h(), p.shape().w());
             NDArray image = manager.create(p.image(), shape);
-            NDArray label = manager.create(ByteBuffer.wrap(p.label()), shape, DataType.UINT8);
+            // The target's bytes as they are, dense or a class index: the trainer reads them back.
+            NDArray label =
+                    manager.create(
+                            ByteBuffer.wrap(p.label()),
+                            new Shape(p.label().length),
+                            DataType.UINT8);
             PatchPool.jvm().give(p); // copied into the NDArrays
             return new Record(new NDList(image), new NDList(label));
         }

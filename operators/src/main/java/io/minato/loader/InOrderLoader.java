@@ -6,9 +6,9 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
 import io.minato.transform.Patch;
-import io.minato.transform.TransformConfig;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,8 +42,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     /** DataLoader's default: two batches per worker dispatched ahead. */
     public static final int DEFAULT_PREFETCH_FACTOR = 2;
 
-    private final CaseTable cases;
-    private final TransformConfig config;
+    private final Workload<?> workload;
     private final int batchSize;
     private transient SampleHandoff.Reservation handoff;
     private final int devices;
@@ -70,8 +69,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     /** Package-private so that tests can hold a batch back by overriding {@link #prepareSample}. */
     InOrderLoader(Builder b) {
-        this.cases = b.cases;
-        this.config = b.config;
+        this.workload = b.workload;
         this.batchSize = b.batchSize;
         this.devices = b.devices;
         this.workers = b.workers;
@@ -113,7 +111,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         batches = metrics.counter("batches");
         samplesDropped = metrics.counter("samplesDropped");
         metrics.gauge("outstanding", () -> outstanding);
-        CacheMetrics.register(getRuntimeContext(), metrics, cases);
+        CacheMetrics.register(getRuntimeContext(), metrics, workload);
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
     }
@@ -233,7 +231,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     /** One sample, the whole chain on the calling worker; no slow path in this loader. */
     PreparedSample prepareSample(SampleTask task) throws BadInputException {
         long cpu0 = CpuClock.threadNanos();
-        Patch patch = cases.prepare(task.key(), task.caseIndex(), config);
+        Patch patch = workload.prepare(task.key(), task.caseIndex());
         return new PreparedSample(task, SamplePath.FAST, CpuClock.threadNanos() - cpu0, patch);
     }
 
@@ -268,8 +266,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     /** Builds an {@link InOrderLoader}: {@code set*} required, {@code opt*} optional. */
     public static final class Builder {
-        private CaseTable cases;
-        private TransformConfig config;
+        private Workload<?> workload;
         private int batchSize;
         private int devices;
         private int workers;
@@ -277,13 +274,9 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
         private Builder() {}
 
-        public Builder setCases(CaseTable cases) {
-            this.cases = Objects.requireNonNull(cases, "cases");
-            return this;
-        }
-
-        public Builder setConfig(TransformConfig config) {
-            this.config = Objects.requireNonNull(config, "config");
+        /** The samples and how each is prepared. */
+        public Builder setWorkload(Workload<?> workload) {
+            this.workload = Objects.requireNonNull(workload, "workload");
             return this;
         }
 
@@ -312,8 +305,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         }
 
         public InOrderLoader build() {
-            if (cases == null || config == null) {
-                throw new IllegalStateException("the in-order loader needs cases and a config");
+            if (workload == null) {
+                throw new IllegalStateException("the in-order loader needs a workload");
             }
             if (batchSize == 0 || devices == 0 || workers == 0) {
                 throw new IllegalStateException(

@@ -4,7 +4,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
-import io.minato.transform.TransformConfig;
+import io.minato.spi.Workload;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.operators.MailboxExecutor;
@@ -19,9 +19,9 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 
 /**
- * What the fast and the slow workers share: the cases, the deal to devices, a share of the handoff,
- * the case cache's metrics, and, when the {@link WorkerScheduler} paces them, the permit to
- * prepare.
+ * What the fast and the slow workers share: the workload, the deal to devices, a share of the
+ * handoff, the case cache's metrics, and, when the {@link WorkerScheduler} paces them, the permit
+ * to prepare.
  *
  * <p>A worker waiting for a permit runs its task's mail, so checkpoints go on while it waits (an
  * idle worker never holds an unaligned barrier back). A checkpoint taken then has consumed the
@@ -38,8 +38,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     /** Gauge: how many workers of this job in this TaskManager may prepare at once. */
     public static final String ACTIVE_WORKERS = "activeWorkers";
 
-    protected final CaseTable cases;
-    protected final TransformConfig config;
+    protected final Workload<?> workload;
     private final int devices;
     private final WorkerScheduler.Kind kind;
     private final boolean scheduled;
@@ -59,13 +58,8 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
      *     prepares whenever it has work, and the OS shares the cores)
      */
     PreparingOperator(
-            CaseTable cases,
-            TransformConfig config,
-            int devices,
-            WorkerScheduler.Kind kind,
-            boolean scheduled) {
-        this.cases = cases;
-        this.config = config;
+            Workload<?> workload, int devices, WorkerScheduler.Kind kind, boolean scheduled) {
+        this.workload = workload;
         this.devices = devices;
         this.kind = kind;
         this.scheduled = scheduled;
@@ -92,7 +86,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         var task = getRuntimeContext().getTaskInfo();
         dealer = new DeviceDealer(devices, task.getIndexOfThisSubtask());
         handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
-        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), cases);
+        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         if (scheduled) {
             scheduler =
                     WorkerScheduler.of(
@@ -123,7 +117,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         } catch (InternalError fault) {
             // A fault in a mapped case file surfaces where compiled code next checks for it,
             // possibly after the read (while emitting, say): the whole element is guarded.
-            throw cases.changedWhileRead(taskOf(element).caseIndex(), fault);
+            throw workload.changedWhileRead(taskOf(element).caseIndex(), fault);
         }
     }
 

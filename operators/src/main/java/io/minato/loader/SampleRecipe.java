@@ -3,27 +3,29 @@ package io.minato.loader;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.spi.Workload;
 import io.minato.transform.Patch;
-import io.minato.transform.TransformConfig;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * How a sample is prepared from its identity alone: the cases and the transforms. Checkpoints and
- * the in-JVM handoff move identities, not patches; where a sample arrives without its patch (after
- * a restore, or from another TaskManager) the trainer prepares it again with this recipe, and gets
- * the bit-identical patch.
+ * How a sample is prepared from its identity alone: the workload. Checkpoints and the in-JVM
+ * handoff move identities, not patches; where a sample arrives without its patch (after a restore,
+ * or from another TaskManager) the trainer prepares it again with this recipe, and gets the
+ * bit-identical patch.
  */
 public final class SampleRecipe implements Serializable {
     private static final long serialVersionUID = 1L;
 
-    private final CaseTable cases;
-    private final TransformConfig config;
+    private final Workload<?> workload;
 
-    public SampleRecipe(CaseTable cases, TransformConfig config) {
-        this.cases = cases;
-        this.config = config;
+    public SampleRecipe(Workload<?> workload) {
+        this.workload = workload;
+    }
+
+    public Workload<?> workload() {
+        return workload;
     }
 
     /** The batch with every sample's patch present; prepares those that arrived without. */
@@ -38,7 +40,7 @@ public final class SampleRecipe implements Serializable {
             if (full == null) {
                 full = new ArrayList<>(samples);
             }
-            Patch patch = cases.prepare(s.task().key(), s.task().caseIndex(), config);
+            Patch patch = workload.prepare(s.task().key(), s.task().caseIndex());
             full.set(i, s.withPatch(patch));
         }
         return full == null ? batch : new Batch(batch.device(), batch.sequence(), full);

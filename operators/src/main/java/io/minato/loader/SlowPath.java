@@ -4,10 +4,10 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
+import io.minato.spi.Steps;
+import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
-import io.minato.transform.Preparation;
-import io.minato.transform.TransformConfig;
-import io.minato.transform.Volume;
+import java.io.IOException;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
@@ -24,16 +24,16 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
     private transient Counter finished;
 
     /** A slow worker that prepares whenever it has work. */
-    public SlowPath(CaseTable cases, TransformConfig config, int devices) {
-        this(cases, config, devices, false);
+    public SlowPath(Workload<?> workload, int devices) {
+        this(workload, devices, false);
     }
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
      * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
-    public SlowPath(CaseTable cases, TransformConfig config, int devices, boolean scheduled) {
-        super(cases, config, devices, WorkerScheduler.Kind.SLOW, scheduled);
+    public SlowPath(Workload<?> workload, int devices, boolean scheduled) {
+        super(workload, devices, WorkerScheduler.Kind.SLOW, scheduled);
     }
 
     @Override
@@ -49,25 +49,50 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
 
     @Override
     void process(UnfinishedSample sample) throws Exception {
-        finish(sample.task(), sample.preparation(), sample.prepCpuNanos(), true);
+        resume(workload, sample);
+    }
+
+    private <S> void resume(Workload<S> workload, UnfinishedSample sample) throws Exception {
+        finish(workload, sample.task(), resumed(workload, sample), sample.prepCpuNanos(), true);
+    }
+
+    /**
+     * Where the sample resumes: the preparation handed over in this JVM, its state read back, or,
+     * when the state was lost on the way, the start (with the same result).
+     */
+    @SuppressWarnings("unchecked") // the job's one workload made both the steps and this operator
+    private static <S> Steps<S> resumed(Workload<S> workload, UnfinishedSample sample)
+            throws IOException {
+        if (sample.steps() != null) {
+            return (Steps<S>) sample.steps();
+        }
+        if (sample.state() != null) {
+            return workload.read(sample.state());
+        }
+        return workload.start(sample.task().key());
     }
 
     @Override
     void restart(SampleTask task) throws Exception {
-        finish(task, Preparation.start(task.key()), 0, false);
+        restart(workload, task);
     }
 
-    private void finish(SampleTask task, Preparation p, long cpuBefore, boolean paced)
+    private <S> void restart(Workload<S> workload, SampleTask task) throws Exception {
+        finish(workload, task, workload.start(task.key()), 0, false);
+    }
+
+    private <S> void finish(
+            Workload<S> workload, SampleTask task, Steps<S> p, long cpuBefore, boolean paced)
             throws Exception {
         long cpu = cpuBefore;
-        Volume volume = cases.volume(task.caseIndex());
+        S source = workload.open(task.caseIndex());
         while (!p.isDone()) {
             if (paced) {
                 acquire(task);
             }
             long cpu0 = CpuClock.threadNanos();
             try {
-                p.advance(volume, config);
+                p.advance(source);
             } finally {
                 long used = CpuClock.threadNanos() - cpu0;
                 cpu += used;

@@ -1,7 +1,7 @@
 package io.minato.sample;
 
+import io.minato.spi.Steps;
 import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -19,8 +19,8 @@ import java.util.concurrent.TimeUnit;
  * of each sample). Correctness never depends on this store: a receiver that finds nothing (another
  * TaskManager, a replay after a restore, an entry dropped) gets the bare identity and the trainer
  * prepares the sample again, bit-identically. An unfinished sample (a fast worker's {@link
- * Preparation} at the step where its deadline passed, with its cropped patch) travels to the slow
- * path the same way; one not found there is prepared from the start.
+ * io.minato.spi.Steps} at the step where its deadline passed, with what it cut so far) travels to
+ * the slow path the same way; one not found there is prepared from the start.
  *
  * <p>Bounded, since identities are too small for Flink's byte-sized network buffers to hold the
  * workers back: at most as many samples as the running operators have {@link #reserve reserved}
@@ -139,7 +139,7 @@ public final class SampleHandoff {
      *
      * @return false when there was no room, or nothing in this JVM reserved any: send it inline
      */
-    public boolean offer(SampleTask task, Preparation unfinished) {
+    public boolean offer(SampleTask task, Steps<?> unfinished) {
         return offer(new Key(task, Kind.UNFINISHED), unfinished, unfinished.heldBytes());
     }
 
@@ -185,8 +185,8 @@ public final class SampleHandoff {
      * The unfinished preparation parked for {@code task}, removed from the store; null if there is
      * none.
      */
-    public Preparation takeUnfinished(SampleTask task) {
-        return (Preparation) take(new Key(task, Kind.UNFINISHED));
+    public Steps<?> takeUnfinished(SampleTask task) {
+        return (Steps<?>) take(new Key(task, Kind.UNFINISHED));
     }
 
     private synchronized Object take(Key key) {

@@ -20,7 +20,11 @@ public final class PatchPool {
             new PatchPool(Math.min(256L << 20, Runtime.getRuntime().maxMemory() / 16));
 
     private final long boundBytes;
-    private final HashMap<Long, ArrayDeque<Patch>> free = new HashMap<>();
+
+    /** Free arrays by their sizes: input values and target bytes. */
+    private record Sizes(long voxels, int labelBytes) {}
+
+    private final HashMap<Sizes, ArrayDeque<Patch>> free = new HashMap<>();
     private long bytes;
     private long reused;
     private long allocated;
@@ -34,11 +38,19 @@ public final class PatchPool {
         return JVM;
     }
 
-    /** Arrays for a patch of {@code shape}: given-back ones if any, else new ones. */
+    /**
+     * Arrays for a patch of {@code shape} with a dense target (one byte per value): given-back ones
+     * if any, else new ones.
+     */
     public Patch take(Shape3 shape) {
+        return take(shape, Math.toIntExact(shape.voxels()));
+    }
+
+    /** Arrays for a patch of {@code shape} with a target of {@code labelBytes} bytes. */
+    public Patch take(Shape3 shape, int labelBytes) {
         Patch old;
         synchronized (this) {
-            ArrayDeque<Patch> q = free.get(shape.voxels());
+            ArrayDeque<Patch> q = free.get(new Sizes(shape.voxels(), labelBytes));
             old = q == null ? null : q.pollFirst();
             if (old != null) {
                 bytes -= old.bytes();
@@ -49,7 +61,7 @@ public final class PatchPool {
         }
         if (old == null) {
             int n = Math.toIntExact(shape.voxels());
-            return new Patch(shape, new float[n], new byte[n]);
+            return new Patch(shape, new float[n], new byte[labelBytes]);
         }
         return old.shape().equals(shape) ? old : new Patch(shape, old.image(), old.label());
     }
@@ -67,7 +79,10 @@ public final class PatchPool {
             if (bytes + size > boundBytes) {
                 return;
             }
-            free.computeIfAbsent(patch.shape().voxels(), v -> new ArrayDeque<>()).addLast(patch);
+            free.computeIfAbsent(
+                            new Sizes(patch.shape().voxels(), patch.label().length),
+                            v -> new ArrayDeque<>())
+                    .addLast(patch);
             bytes += size;
         }
     }

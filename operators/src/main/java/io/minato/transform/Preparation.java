@@ -1,5 +1,6 @@
 package io.minato.transform;
 
+import io.minato.spi.Steps;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
@@ -27,7 +28,7 @@ import java.util.TreeSet;
  * CaseMemo} first and handed to it once complete: a case is scanned once, not once per foreground
  * sample. Whether the components were remembered or scanned, the sample is the same bytes.
  */
-public final class Preparation {
+public final class Preparation implements Steps<Volume> {
 
     /** The steps, in order; several steps may run more than once (one part per call). */
     public enum Step {
@@ -87,6 +88,9 @@ public final class Preparation {
     private final SampleKey key;
     private Step step = Step.START;
 
+    /** The settings {@link #advance(Volume)} runs with; null when each call passes its own. */
+    private TransformConfig bound;
+
     /** Crop window origin in padded coordinates, once chosen. */
     private int[] origin;
 
@@ -117,6 +121,17 @@ public final class Preparation {
         return new Preparation(key);
     }
 
+    /** A preparation whose steps run with {@code config} ({@link #advance(Volume)}). */
+    public static Preparation start(SampleKey key, TransformConfig config) {
+        return new Preparation(key).bind(config);
+    }
+
+    /** Runs later steps with {@code config}; for a state read back. */
+    public Preparation bind(TransformConfig config) {
+        this.bound = Objects.requireNonNull(config, "config");
+        return this;
+    }
+
     /** Runs every remaining step: the whole chain on one thread. */
     public static Patch prepare(SampleKey key, Volume volume, TransformConfig config) {
         Preparation p = start(key);
@@ -126,6 +141,7 @@ public final class Preparation {
         return p.result();
     }
 
+    @Override
     public SampleKey key() {
         return key;
     }
@@ -134,6 +150,7 @@ public final class Preparation {
         return step;
     }
 
+    @Override
     public boolean isDone() {
         return step == Step.DONE;
     }
@@ -144,11 +161,21 @@ public final class Preparation {
     }
 
     /** The prepared sample. */
+    @Override
     public Patch result() {
         if (!isDone()) {
             throw new IllegalStateException("preparation of " + key + " stopped at " + step);
         }
         return patch;
+    }
+
+    /** Runs the current step (or one part of it) with the settings bound at the start. */
+    @Override
+    public void advance(Volume volume) {
+        if (bound == null) {
+            throw new IllegalStateException("preparation of " + key + " has no settings bound");
+        }
+        advance(volume, bound);
     }
 
     /**
@@ -490,6 +517,7 @@ public final class Preparation {
      * About how many bytes this state holds beyond its fixed fields: the patch cut so far (float32
      * image, uint8 label) and a component scan's slice of labels. What a handoff counts it as.
      */
+    @Override
     public long heldBytes() {
         long bytes = 256;
         if (patch != null) {
@@ -503,8 +531,9 @@ public final class Preparation {
 
     // ---- serialization: what crosses from a fast worker to the slow path ----
 
-    private static final int FORMAT = 3;
+    private static final int FORMAT = 4;
 
+    @Override
     public void writeTo(DataOutput out) throws IOException {
         out.writeByte(FORMAT);
         out.writeLong(key.seed());
@@ -534,12 +563,7 @@ public final class Preparation {
         out.writeDouble(tailSink);
         out.writeBoolean(patch != null);
         if (patch != null) {
-            Shape3 p = patch.shape();
-            out.writeInt(p.d());
-            out.writeInt(p.h());
-            out.writeInt(p.w());
-            FloatIo.write(patch.image(), out);
-            out.write(patch.label());
+            patch.writeTo(out);
         }
     }
 
@@ -573,13 +597,7 @@ public final class Preparation {
         p.tailPass = in.readInt();
         p.tailSink = in.readDouble();
         if (in.readBoolean()) {
-            Shape3 shape = new Shape3(in.readInt(), in.readInt(), in.readInt());
-            int n = (int) shape.voxels();
-            float[] image = new float[n];
-            FloatIo.readFully(in, image);
-            byte[] label = new byte[n];
-            in.readFully(label);
-            p.patch = new Patch(shape, image, label);
+            p.patch = Patch.readFrom(in);
         }
         return p;
     }

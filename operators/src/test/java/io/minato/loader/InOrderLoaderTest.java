@@ -55,8 +55,7 @@ class InOrderLoaderTest {
         InOrderLoader op =
                 InstantiationUtil.clone(
                         InOrderLoader.builder()
-                                .setCases(cases)
-                                .setConfig(CONFIG)
+                                .setWorkload(cases.workload(CONFIG))
                                 .setBatchSize(3)
                                 .setDevices(2)
                                 .setWorkers(3)
@@ -219,8 +218,7 @@ class InOrderLoaderTest {
         CaseTable broken = new CaseTable(files);
         InOrderLoader op =
                 InOrderLoader.builder()
-                        .setCases(broken)
-                        .setConfig(CONFIG)
+                        .setWorkload(broken.workload(CONFIG))
                         .setBatchSize(2)
                         .setDevices(1)
                         .setWorkers(1)
@@ -244,8 +242,7 @@ class InOrderLoaderTest {
 
     private static InOrderLoader.Builder builder(int batchSize, int devices, int workers) {
         return InOrderLoader.builder()
-                .setCases(cases)
-                .setConfig(CONFIG)
+                .setWorkload(cases.workload(CONFIG))
                 .setBatchSize(batchSize)
                 .setDevices(devices)
                 .setWorkers(workers);

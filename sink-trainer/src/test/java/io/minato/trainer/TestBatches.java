@@ -32,7 +32,7 @@ final class TestBatches {
     private static final CaseTable CASES = writeCases();
 
     /** Prepares any sample of these batches from its identity. */
-    static final SampleRecipe RECIPE = new SampleRecipe(CASES, CONFIG);
+    static final SampleRecipe RECIPE = new SampleRecipe(CASES.workload(CONFIG));
 
     private TestBatches() {}
 

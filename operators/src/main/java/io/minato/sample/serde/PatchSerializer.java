@@ -1,6 +1,5 @@
 package io.minato.sample.serde;
 
-import io.minato.transform.FloatIo;
 import io.minato.transform.Patch;
 import io.minato.transform.Shape3;
 import java.io.IOException;
@@ -11,8 +10,8 @@ import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
 /**
- * Serializes a {@link Patch}: the shape (three ints), the image as little-endian float32 and the
- * label as uint8, both C order, the same layout as a crop inside a serialized preparation.
+ * Serializes a {@link Patch} in its own layout ({@link Patch#writeTo}), the same as a crop inside a
+ * serialized preparation.
  */
 public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
     private static final long serialVersionUID = 1L;
@@ -47,23 +46,12 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
 
     @Override
     public void serialize(Patch patch, DataOutputView out) throws IOException {
-        Shape3 s = patch.shape();
-        out.writeInt(s.d());
-        out.writeInt(s.h());
-        out.writeInt(s.w());
-        FloatIo.write(patch.image(), out);
-        out.write(patch.label());
+        patch.writeTo(out);
     }
 
     @Override
     public Patch deserialize(DataInputView in) throws IOException {
-        Shape3 shape = readShape(in);
-        int voxels = (int) shape.voxels();
-        float[] image = new float[voxels];
-        FloatIo.readFully(in, image);
-        byte[] label = new byte[voxels];
-        in.readFully(label);
-        return new Patch(shape, image, label);
+        return Patch.readFrom(in);
     }
 
     /** Always a fresh patch: a reused one may still be referenced by a batch being assembled. */
@@ -72,24 +60,16 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
         return deserialize(in);
     }
 
-    /** Streams the voxel bytes through without building arrays. */
+    /** Streams the input and target bytes through without building arrays. */
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        Shape3 shape = readShape(in);
+        Shape3 shape = Patch.readShape(in);
+        int labelBytes = Patch.readLabelLength(in, shape);
         out.writeInt(shape.d());
         out.writeInt(shape.h());
         out.writeInt(shape.w());
-        BulkIo.copy(in, out, shape.voxels() * (Float.BYTES + 1));
-    }
-
-    private static Shape3 readShape(DataInputView in) throws IOException {
-        int d = in.readInt();
-        int h = in.readInt();
-        int w = in.readInt();
-        if (d <= 0 || h <= 0 || w <= 0 || (long) d * h * w * Float.BYTES > Integer.MAX_VALUE) {
-            throw new IOException("corrupt patch shape " + d + "x" + h + "x" + w);
-        }
-        return new Shape3(d, h, w);
+        out.writeInt(labelBytes);
+        BulkIo.copy(in, out, shape.voxels() * Float.BYTES + labelBytes);
     }
 
     @Override

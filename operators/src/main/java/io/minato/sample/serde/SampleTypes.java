@@ -6,7 +6,6 @@ import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
 import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
 import java.lang.reflect.Type;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInfoFactory;
@@ -42,10 +41,6 @@ public final class SampleTypes {
     /** For state or records holding a bare patch (the record types already cover it). */
     public static final TypeInformation<Patch> PATCH =
             new SampleTypeInfo<>(Patch.class, PatchSerializer.INSTANCE);
-
-    /** For state or records holding a bare preparation. */
-    public static final TypeInformation<Preparation> PREPARATION =
-            new SampleTypeInfo<>(Preparation.class, PreparationSerializer.INSTANCE);
 
     /** Named by {@code @TypeInfo} on {@link SampleTask}. */
     public static final class SampleTaskFactory extends TypeInfoFactory<SampleTask> {

@@ -3,7 +3,6 @@ package io.minato.sample.serde;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
-import io.minato.transform.Preparation;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
@@ -12,11 +11,12 @@ import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
 /**
- * Serializes an {@link UnfinishedSample}: task, CPU nanoseconds, then the preparation state in one
- * of two forms, marked by a byte: {@code HANDED_OFF}, parked in this JVM's {@link SampleHandoff}
- * (the cropped patch is not copied), or {@code INLINE}, the state's bytes. A handed-off state that
- * is not found (another JVM, a replay after a restore) is prepared again from the start: a sample
- * is a pure function of its task, so the result is the same.
+ * Serializes an {@link UnfinishedSample}: task, CPU nanoseconds, then where to resume in one of
+ * three forms, marked by a byte: {@code HANDED_OFF}, the preparation parked in this JVM's {@link
+ * SampleHandoff} (what it cut so far is not copied); {@code INLINE}, the state's bytes, which the
+ * slow worker reads with its workload's transforms; {@code START_OVER}, nothing. A handed-off state
+ * that is not found (another JVM, a replay after a restore) starts over: a sample is a pure
+ * function of its task, so the result is the same.
  */
 public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<UnfinishedSample> {
     private static final long serialVersionUID = 1L;
@@ -24,7 +24,9 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
     public static final UnfinishedSampleSerializer INSTANCE = new UnfinishedSampleSerializer();
 
     private static final SampleTaskSerializer TASK = SampleTaskSerializer.INSTANCE;
-    private static final PreparationSerializer PREPARATION = PreparationSerializer.INSTANCE;
+
+    /** Larger states are corrupt: a preparation's state is its cut so far, at most a patch. */
+    private static final int MAX_STATE_BYTES = Integer.MAX_VALUE - 16;
 
     @Override
     public boolean isImmutableType() {
@@ -33,14 +35,15 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
 
     @Override
     public UnfinishedSample createInstance() {
-        return new UnfinishedSample(TASK.createInstance(), PREPARATION.createInstance(), 0);
+        return new UnfinishedSample(TASK.createInstance(), null, null, 0);
     }
 
-    /** Copies the preparation, which the slow path advances in place. */
+    /**
+     * A copy that resumes from the state's bytes: the slow path advances a preparation in place.
+     */
     @Override
     public UnfinishedSample copy(UnfinishedSample from) {
-        return new UnfinishedSample(
-                from.task(), PREPARATION.copy(from.preparation()), from.prepCpuNanos());
+        return from.detached();
     }
 
     @Override
@@ -55,16 +58,24 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
 
     static final int INLINE = 0;
     static final int HANDED_OFF = 1;
+    static final int START_OVER = 2;
 
     @Override
     public void serialize(UnfinishedSample sample, DataOutputView out) throws IOException {
         TASK.serialize(sample.task(), out);
         out.writeLong(sample.prepCpuNanos());
-        if (SampleHandoff.jvm().offer(sample.task(), sample.preparation())) {
+        if (sample.steps() != null && SampleHandoff.jvm().offer(sample.task(), sample.steps())) {
             out.writeByte(HANDED_OFF);
+            return;
+        }
+        byte[] state =
+                sample.steps() != null ? UnfinishedSample.bytesOf(sample.steps()) : sample.state();
+        if (state == null) {
+            out.writeByte(START_OVER);
         } else {
             out.writeByte(INLINE);
-            PREPARATION.serialize(sample.preparation(), out);
+            out.writeInt(state.length);
+            out.write(state);
         }
     }
 
@@ -73,16 +84,24 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
         SampleTask task = TASK.deserialize(in);
         long prepCpuNanos = in.readLong();
         int form = in.readUnsignedByte();
-        Preparation preparation =
-                switch (form) {
-                    case INLINE -> PREPARATION.deserialize(in);
-                    case HANDED_OFF -> {
-                        Preparation parked = SampleHandoff.jvm().takeUnfinished(task);
-                        yield parked != null ? parked : Preparation.start(task.key());
-                    }
-                    default -> throw new IOException("unknown unfinished sample form " + form);
-                };
-        return new UnfinishedSample(task, preparation, prepCpuNanos);
+        return switch (form) {
+            case INLINE -> new UnfinishedSample(task, null, readState(in), prepCpuNanos);
+            case HANDED_OFF ->
+                    new UnfinishedSample(
+                            task, SampleHandoff.jvm().takeUnfinished(task), null, prepCpuNanos);
+            case START_OVER -> new UnfinishedSample(task, null, null, prepCpuNanos);
+            default -> throw new IOException("unknown unfinished sample form " + form);
+        };
+    }
+
+    private static byte[] readState(DataInputView in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > MAX_STATE_BYTES) {
+            throw new IOException("corrupt unfinished sample state of " + n + " bytes");
+        }
+        byte[] state = new byte[n];
+        in.readFully(state);
+        return state;
     }
 
     @Override
@@ -98,7 +117,12 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
         int form = in.readUnsignedByte();
         out.writeByte(form);
         if (form == INLINE) {
-            PREPARATION.copy(in, out);
+            int n = in.readInt();
+            if (n < 0 || n > MAX_STATE_BYTES) {
+                throw new IOException("corrupt unfinished sample state of " + n + " bytes");
+            }
+            out.writeInt(n);
+            BulkIo.copy(in, out, n);
         }
     }
 

@@ -51,7 +51,7 @@ class NoKryoPipelineTest {
                                                 u.task(),
                                                 SamplePath.SLOW,
                                                 u.prepCpuNanos(),
-                                                finish(u.preparation())));
+                                                finish(SampleFixtures.resumed(u))));
         DataStream<Batch> batches =
                 fast.union(slow)
                         .rebalance()

@@ -5,6 +5,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
+import io.minato.transform.MlperfTransforms;
 import io.minato.transform.Patch;
 import io.minato.transform.Preparation;
 import io.minato.transform.SampleKey;
@@ -16,6 +17,7 @@ import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.testutils.DeeplyEqualsChecker;
 
@@ -31,6 +33,8 @@ final class SampleFixtures {
      */
     static final TransformConfig CONFIG =
             new TransformConfig(Shape3.cube(8), 1, 1.0 / 3, 0.3, 1, 0.1, 1, 400, 0, 1);
+
+    static final MlperfTransforms TRANSFORMS = new MlperfTransforms(CONFIG);
 
     /** A volume with two labelled boxes (a kidney holding a tumour) and a ramp image. */
     static Volume volume() {
@@ -81,7 +85,7 @@ final class SampleFixtures {
     /** A preparation run until {@code stop} is the next step (and, for SCAN, one slab in). */
     static Preparation preparationAt(long index, Preparation.Step stop) {
         Volume v = volume();
-        Preparation p = Preparation.start(new SampleKey(42, 3, index));
+        Preparation p = Preparation.start(new SampleKey(42, 3, index), CONFIG);
         boolean scanned = false;
         while (p.step() != stop || (stop == Preparation.Step.SCAN && !scanned)) {
             scanned |= p.step() == Preparation.Step.SCAN;
@@ -92,6 +96,21 @@ final class SampleFixtures {
 
     static UnfinishedSample unfinished(long index, Preparation.Step stop) {
         return new UnfinishedSample(task(index), preparationAt(index, stop), 5_000L + index);
+    }
+
+    /** Where the slow path resumes an unfinished sample, as it does: steps, state, or the start. */
+    static Preparation resumed(UnfinishedSample u) {
+        if (u.steps() != null) {
+            return (Preparation) u.steps();
+        }
+        if (u.state() == null) {
+            return Preparation.start(u.task().key(), CONFIG);
+        }
+        try {
+            return (Preparation) TRANSFORMS.read(new DataInputDeserializer(u.state()));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     static Batch batch(int device, long sequence, int size) {
@@ -134,7 +153,7 @@ final class SampleFixtures {
         if (a instanceof UnfinishedSample x && b instanceof UnfinishedSample y) {
             return x.task().equals(y.task())
                     && x.prepCpuNanos() == y.prepCpuNanos()
-                    && sameContent(x.preparation(), y.preparation());
+                    && sameContent(resumed(x), resumed(y));
         }
         if (a instanceof Batch x && b instanceof Batch y) {
             if (x.device() != y.device()

@@ -27,7 +27,6 @@ class SampleSerializersTest {
                     SampleTaskSerializer.INSTANCE,
                     SamplePathSerializer.INSTANCE,
                     PatchSerializer.INSTANCE,
-                    PreparationSerializer.INSTANCE,
                     PreparedSampleSerializer.INSTANCE,
                     UnfinishedSampleSerializer.INSTANCE,
                     BatchSerializer.INSTANCE);
@@ -50,7 +49,7 @@ class SampleSerializersTest {
     void shouldRoundTripAFullSizePatchBitExactlyAtFiveBytesPerVoxel() throws IOException {
         Patch patch = SampleFixtures.patch(Shape3.cube(128), 7);
         byte[] bytes = serialize(PatchSerializer.INSTANCE, patch);
-        assertThat(bytes).hasSize(3 * Integer.BYTES + 5 * 128 * 128 * 128);
+        assertThat(bytes).hasSize(4 * Integer.BYTES + 5 * 128 * 128 * 128);
         Patch back = deserialize(PatchSerializer.INSTANCE, bytes);
         assertThat(back.sameContent(patch)).isTrue();
     }
@@ -58,22 +57,25 @@ class SampleSerializersTest {
     @Test
     void shouldResumeAPreparationStoppedMidScanToTheSameResult() throws IOException {
         UnfinishedSample stopped = SampleFixtures.unfinished(3, Step.SCAN);
-        assertThat(stopped.preparation().step()).isEqualTo(Step.SCAN);
+        assertThat(((Preparation) stopped.steps()).step()).isEqualTo(Step.SCAN);
 
         UnfinishedSample back = assertRoundTrip(UnfinishedSampleSerializer.INSTANCE, stopped);
 
-        assertThat(back.preparation().step()).isEqualTo(Step.SCAN);
-        assertThat(finish(back.preparation()).sameContent(finish(stopped.preparation()))).isTrue();
+        assertThat(back.steps()).as("no loader reserved room: the state came as bytes").isNull();
+        Preparation resumed = SampleFixtures.resumed(back);
+        assertThat(resumed.step()).isEqualTo(Step.SCAN);
+        assertThat(finish(resumed).sameContent(finish((Preparation) stopped.steps()))).isTrue();
     }
 
     @Test
     void shouldResumeAPreparationStoppedAfterTheCropToTheSameResult() throws IOException {
-        Preparation cropped = SampleFixtures.preparationAt(4, Step.FLIP);
+        UnfinishedSample cropped = SampleFixtures.unfinished(4, Step.FLIP);
 
-        Preparation back = assertRoundTrip(PreparationSerializer.INSTANCE, cropped);
+        UnfinishedSample back = assertRoundTrip(UnfinishedSampleSerializer.INSTANCE, cropped);
 
-        assertThat(back.step()).isEqualTo(Step.FLIP);
-        assertThat(finish(back).sameContent(finish(cropped))).isTrue();
+        Preparation resumed = SampleFixtures.resumed(back);
+        assertThat(resumed.step()).isEqualTo(Step.FLIP);
+        assertThat(finish(resumed).sameContent(finish((Preparation) cropped.steps()))).isTrue();
     }
 
     @Test
@@ -104,14 +106,15 @@ class SampleSerializersTest {
     @Test
     void shouldCopyAPreparationSoThatAdvancingTheCopyLeavesTheOriginal() {
         UnfinishedSample original = SampleFixtures.unfinished(2, Step.CROP);
-        byte[] before = SampleFixtures.bytes(original.preparation());
+        byte[] before = SampleFixtures.bytes(((Preparation) original.steps()));
 
         UnfinishedSample copy = UnfinishedSampleSerializer.INSTANCE.copy(original);
-        finish(copy.preparation());
+        Preparation copied = SampleFixtures.resumed(copy);
+        finish(copied);
 
-        assertThat(copy.preparation()).isNotSameAs(original.preparation());
-        assertThat(original.preparation().step()).isEqualTo(Step.CROP);
-        assertThat(SampleFixtures.bytes(original.preparation())).isEqualTo(before);
+        assertThat(copied).isNotSameAs(original.steps());
+        assertThat(((Preparation) original.steps()).step()).isEqualTo(Step.CROP);
+        assertThat(SampleFixtures.bytes(((Preparation) original.steps()))).isEqualTo(before);
     }
 
     @Test
@@ -119,8 +122,6 @@ class SampleSerializersTest {
         assertStreamCopy(SampleTaskSerializer.INSTANCE, SampleFixtures.task(1));
         assertStreamCopy(SamplePathSerializer.INSTANCE, SamplePath.FAST);
         assertStreamCopy(PatchSerializer.INSTANCE, SampleFixtures.patch(Shape3.cube(5), 2));
-        assertStreamCopy(
-                PreparationSerializer.INSTANCE, SampleFixtures.preparationAt(3, Step.SCAN));
         assertStreamCopy(
                 PreparedSampleSerializer.INSTANCE,
                 SampleFixtures.prepared(4, SamplePath.SLOW, Shape3.cube(6)));
@@ -156,6 +157,28 @@ class SampleSerializersTest {
         assertThatThrownBy(() -> deserialize(PatchSerializer.INSTANCE, badShape.getCopyOfBuffer()))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("4x0x4");
+
+        DataOutputSerializer badTarget = new DataOutputSerializer(16);
+        badTarget.writeInt(2);
+        badTarget.writeInt(2);
+        badTarget.writeInt(2);
+        badTarget.writeInt(-1);
+        assertThatThrownBy(() -> deserialize(PatchSerializer.INSTANCE, badTarget.getCopyOfBuffer()))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("target of -1 bytes");
+
+        DataOutputSerializer badState = new DataOutputSerializer(64);
+        SampleTaskSerializer.INSTANCE.serialize(SampleFixtures.task(1), badState);
+        badState.writeLong(0);
+        badState.writeByte(UnfinishedSampleSerializer.INLINE);
+        badState.writeInt(-5);
+        assertThatThrownBy(
+                        () ->
+                                deserialize(
+                                        UnfinishedSampleSerializer.INSTANCE,
+                                        badState.getCopyOfBuffer()))
+                .isInstanceOf(IOException.class)
+                .hasMessageContaining("-5 bytes");
 
         DataOutputSerializer badBatch = new DataOutputSerializer(16);
         badBatch.writeInt(0);

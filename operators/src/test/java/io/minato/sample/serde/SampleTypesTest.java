@@ -58,8 +58,6 @@ class SampleTypesTest {
                 .isSameAs(UnfinishedSampleSerializer.INSTANCE);
         assertThat(SampleTypes.BATCH.createSerializer(config)).isSameAs(BatchSerializer.INSTANCE);
         assertThat(SampleTypes.PATCH.createSerializer(config)).isSameAs(PatchSerializer.INSTANCE);
-        assertThat(SampleTypes.PREPARATION.createSerializer(config))
-                .isSameAs(PreparationSerializer.INSTANCE);
     }
 
     @Test

@@ -11,8 +11,8 @@ import org.apache.flink.core.memory.DataOutputSerializer;
 import org.junit.jupiter.api.Test;
 
 /**
- * The two forms a sample cut off on the fast path reaches the slow path in: its preparation handed
- * off in this JVM (the cropped patch is not copied), or the state's bytes inline.
+ * The forms a sample cut off on the fast path reaches the slow path in: its preparation handed off
+ * in this JVM (the cropped patch is not copied), the state's bytes inline, or nothing (start over).
  */
 class UnfinishedSampleFormsTest {
 
@@ -24,9 +24,9 @@ class UnfinishedSampleFormsTest {
             handedOff = write(s);
             assertThat(SampleHandoff.jvm().parked()).isEqualTo(1);
             UnfinishedSample back = read(handedOff);
-            assertThat(back.preparation())
+            assertThat(((Preparation) back.steps()))
                     .as("the very state, not a copy")
-                    .isSameAs(s.preparation());
+                    .isSameAs(((Preparation) s.steps()));
             assertThat(back.task()).isEqualTo(s.task());
             assertThat(back.prepCpuNanos()).isEqualTo(s.prepCpuNanos());
             assertThat(SampleHandoff.jvm().parked()).isZero();
@@ -47,11 +47,13 @@ class UnfinishedSampleFormsTest {
             SampleHandoff.jvm().dropAll();
         }
         UnfinishedSample replayed = read(handedOff);
-        assertThat(replayed.preparation().step()).isEqualTo(Preparation.Step.START);
+        assertThat(replayed.steps()).isNull();
+        assertThat(replayed.state()).as("nothing to resume from: start over").isNull();
         assertThat(replayed.task()).isEqualTo(s.task());
         Volume v = SampleFixtures.volume();
-        Preparation again = replayed.preparation();
-        Preparation original = s.preparation();
+        Preparation again = SampleFixtures.resumed(replayed);
+        assertThat(again.step()).isEqualTo(Preparation.Step.START);
+        Preparation original = ((Preparation) s.steps());
         while (!again.isDone()) {
             again.advance(v, SampleFixtures.CONFIG);
         }
@@ -67,7 +69,8 @@ class UnfinishedSampleFormsTest {
         byte[] inline = write(s);
         assertThat(inline.length).isGreaterThan(5 * 8 * 8 * 8); // the 8^3 patch cut so far
         UnfinishedSample back = read(inline);
-        assertThat(back.preparation()).isNotSameAs(s.preparation());
+        assertThat(back.steps()).isNull();
+        assertThat(back.state()).isNotNull();
         assertThat(SampleFixtures.sameContent(back, s)).isTrue();
     }
 

@@ -1,0 +1,43 @@
+package io.minato.spi;
+
+import io.minato.data.BadInputException;
+import io.minato.transform.Patch;
+import io.minato.transform.SampleKey;
+import java.io.DataOutput;
+import java.io.IOException;
+
+/**
+ * One sample's preparation as a sequence of short, resumable steps: the unit Minato's fast/slow
+ * split works on. A fast worker runs steps until the sample is done or its deadline passes; then
+ * this object (its whole state) moves to a slow worker, in this JVM as it is or elsewhere as the
+ * bytes of {@link #writeTo}, and continues there. Every random choice must come from a stream keyed
+ * by {@link #key} (see {@link io.minato.transform.SampleRandom}), so that the result is the same
+ * bytes whichever thread ran which step, and after a restore that starts the sample over.
+ *
+ * @param <S> the opened source ({@link SampleSet#open}) each step reads
+ */
+public interface Steps<S> {
+
+    /** The sample being prepared: (seed, epoch, index). */
+    SampleKey key();
+
+    boolean isDone();
+
+    /**
+     * Runs the next step, or a part of it: a few milliseconds, so that a sample past its deadline
+     * leaves its worker soon.
+     *
+     * @throws BadInputException the source is not what the workload reads (a corrupt image, say):
+     *     one line naming the file
+     */
+    void advance(S source) throws BadInputException;
+
+    /** The prepared sample, once {@link #isDone}. */
+    Patch result();
+
+    /** About how many bytes this state holds (what the in-JVM handoff counts it as). */
+    long heldBytes();
+
+    /** Writes the whole state; {@link Transforms#read} reads it back. */
+    void writeTo(DataOutput out) throws IOException;
+}
