@@ -49,11 +49,11 @@ public final class TraceFiles {
             try (OutputStream os = Files.newOutputStream(tmp)) {
                 os.write((HEADER + "\n").getBytes(StandardCharsets.UTF_8));
                 for (Path f : files) {
-                    try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.US_ASCII)) {
+                    try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
                         for (String line = r.readLine(); line != null; line = r.readLine()) {
                             os.write(
                                     line.substring(0, line.lastIndexOf(','))
-                                            .getBytes(StandardCharsets.US_ASCII));
+                                            .getBytes(StandardCharsets.UTF_8));
                             os.write('\n');
                         }
                     }
@@ -83,7 +83,7 @@ public final class TraceFiles {
             ms.put(path, new ArrayList<>());
         }
         for (Path f : deviceFiles(dir)) {
-            try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.US_ASCII)) {
+            try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
                 for (String line = r.readLine(); line != null; line = r.readLine()) {
                     int last = line.lastIndexOf(',');
                     String path = line.substring(line.lastIndexOf(',', last - 1) + 1, last);

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.function.IntFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,20 +26,25 @@ final class TraceWriter implements Closeable {
     private final Path file;
     private final int device;
     private final FileChannel channel;
+    private final IntFunction<String> names;
     private long length;
 
-    private TraceWriter(Path file, int device, FileChannel channel, long length) {
+    private TraceWriter(
+            Path file, int device, FileChannel channel, long length, IntFunction<String> names) {
         this.file = file;
         this.device = device;
         this.channel = channel;
         this.length = length;
+        this.names = names;
     }
 
     /**
      * Opens device {@code device}'s file in {@code dir}, cut to {@code committedLength} bytes: 0 on
-     * a fresh start, the checkpoint's length on a restore.
+     * a fresh start, the checkpoint's length on a restore. {@code names} gives the {@code case}
+     * column of a sample index (the workload's {@link io.minato.spi.SampleSet#traceName}).
      */
-    static TraceWriter open(Path dir, int device, long committedLength) throws IOException {
+    static TraceWriter open(Path dir, int device, long committedLength, IntFunction<String> names)
+            throws IOException {
         Files.createDirectories(dir);
         Path file = TraceFiles.deviceFile(dir, device);
         FileChannel channel =
@@ -58,7 +64,7 @@ final class TraceWriter implements Closeable {
             channel.truncate(committedLength);
             long end = channel.size();
             channel.position(end);
-            return new TraceWriter(file, device, channel, end);
+            return new TraceWriter(file, device, channel, end, names);
         } catch (IOException | RuntimeException e) {
             channel.close();
             throw e;
@@ -76,7 +82,7 @@ final class TraceWriter implements Closeable {
                     .append(',')
                     .append(t.index())
                     .append(',')
-                    .append(t.caseIndex())
+                    .append(csv(names.apply(t.caseIndex())))
                     .append(',')
                     .append(device)
                     .append(',')
@@ -87,7 +93,7 @@ final class TraceWriter implements Closeable {
                     .append(s.prepCpuNanos() / 1000)
                     .append('\n');
         }
-        ByteBuffer bytes = ByteBuffer.wrap(lines.toString().getBytes(StandardCharsets.US_ASCII));
+        ByteBuffer bytes = ByteBuffer.wrap(lines.toString().getBytes(StandardCharsets.UTF_8));
         try {
             while (bytes.hasRemaining()) {
                 channel.write(bytes);
@@ -97,6 +103,17 @@ final class TraceWriter implements Closeable {
             // Java's message (say, "No space left on device") does not name the file.
             throw new IOException(file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** A CSV field: quoted (RFC 4180) when it holds a comma, a quote or a line break. */
+    static String csv(String field) {
+        for (int i = 0; i < field.length(); i++) {
+            char c = field.charAt(i);
+            if (c == ',' || c == '"' || c == '\n' || c == '\r') {
+                return '"' + field.replace("\"", "\"\"") + '"';
+            }
+        }
+        return field;
     }
 
     /** Bytes written so far. */

@@ -158,7 +158,12 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 traceDir == null
                         ? null
                         : TraceWriter.open(
-                                traceDir, device, restored == null ? 0 : restored.traceLength());
+                                traceDir,
+                                device,
+                                restored == null ? 0 : restored.traceLength(),
+                                recipe == null
+                                        ? Integer::toString
+                                        : recipe.workload().samples()::traceName);
 
         DeviceCounters c = counters;
         stepsMetric = metrics.counter("steps");

@@ -2,10 +2,15 @@ package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -40,6 +45,41 @@ class TraceFilesTest {
         try (Stream<Path> left = Files.list(out.getParent())) {
             assertThat(left).as("no temporary file left").containsExactly(out);
         }
+    }
+
+    /**
+     * The images workload names a sample by its path: quoted where it holds a comma or a quote,
+     * UTF-8 as the file system spells it, and the per-device columns still read from the end.
+     */
+    @Test
+    void shouldQuoteAndKeepSampleNamesThatAreImagePaths() throws IOException {
+        try (TraceWriter w =
+                TraceWriter.open(
+                        dir,
+                        0,
+                        0,
+                        i -> List.of("cats/plain.jpg", "dogs/a,b.png", "ünï/\"q\".jpg").get(i))) {
+            List<PreparedSample> samples = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                samples.add(
+                        new PreparedSample(
+                                new SampleTask(1, 0, i, i),
+                                SamplePath.FAST,
+                                1_000_000L * (i + 1),
+                                null));
+            }
+            w.append(new Batch(0, 0, samples), 4);
+        }
+        Path out = dir.resolve("trace.csv");
+        TraceFiles.merge(dir, out);
+
+        assertThat(Files.readAllLines(out, StandardCharsets.UTF_8))
+                .containsExactly(
+                        TraceFiles.HEADER,
+                        "0,0,cats/plain.jpg,0,4,fast",
+                        "0,1,\"dogs/a,b.png\",0,4,fast",
+                        "0,2,\"ünï/\"\"q\"\".jpg\",0,4,fast");
+        assertThat(TraceFiles.prepMillis(dir)).containsExactly(1.0, 2.0, 3.0);
     }
 
     @Test
