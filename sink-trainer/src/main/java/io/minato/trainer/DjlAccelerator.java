@@ -9,7 +9,6 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
@@ -21,9 +20,6 @@ import io.minato.sample.PreparedSample;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.gpu.GpuMonitor;
-import io.minato.trainer.unet.DiceCeLoss;
-import io.minato.trainer.unet.Unet3d;
-import io.minato.transform.Shape3;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -55,12 +51,11 @@ import org.slf4j.LoggerFactory;
  */
 public final class DjlAccelerator implements Accelerator {
     private static final Logger LOG = LoggerFactory.getLogger(DjlAccelerator.class);
-    public static final String MODEL_NAME = "unet3d";
 
-    private static final int STATE_MAGIC = 0x4D4E5331; // "MNS1"
+    /** The 3D-UNet's saved name (the kits19 workload's model). */
+    public static final String MODEL_NAME = Unet3dNetwork.MODEL_NAME;
 
-    /** Parameter shapes do not depend on the patch: any multiple of 32 initialises them. */
-    private static final Shape INIT_SHAPE = new Shape(1, 1, 32, 32, 32);
+    private static final int STATE_MAGIC = 0x4D4E5332; // "MNS2": names its network
 
     /**
      * Model width, optimizer and seed (the train command holds the defaults). The learning rate
@@ -78,9 +73,13 @@ public final class DjlAccelerator implements Accelerator {
             long seed,
             float warmupStartLearningRate,
             List<Long> decaySteps,
-            float decayFactor)
+            float decayFactor,
+            Network network)
             implements Serializable {
         public Settings {
+            if (network == null) {
+                network = new Unet3dNetwork(width);
+            }
             if (!(width > 0)
                     || !(learningRate >= 0)
                     || !(momentum >= 0)
@@ -102,6 +101,48 @@ public final class DjlAccelerator implements Accelerator {
                             "decay steps must be increasing and >= 1: " + decaySteps);
                 }
             }
+        }
+
+        /** The 3D-UNet of {@code width}. */
+        public Settings(
+                double width,
+                float learningRate,
+                float momentum,
+                float weightDecay,
+                boolean nesterov,
+                int warmupSteps,
+                long seed,
+                float warmupStartLearningRate,
+                List<Long> decaySteps,
+                float decayFactor) {
+            this(
+                    width,
+                    learningRate,
+                    momentum,
+                    weightDecay,
+                    nesterov,
+                    warmupSteps,
+                    seed,
+                    warmupStartLearningRate,
+                    decaySteps,
+                    decayFactor,
+                    null);
+        }
+
+        /** The same optimizer training another network. */
+        public Settings withNetwork(Network other) {
+            return new Settings(
+                    width,
+                    learningRate,
+                    momentum,
+                    weightDecay,
+                    nesterov,
+                    warmupSteps,
+                    seed,
+                    warmupStartLearningRate,
+                    decaySteps,
+                    decayFactor,
+                    other);
         }
 
         /** No warm-up start value and no decay. */
@@ -358,14 +399,15 @@ public final class DjlAccelerator implements Accelerator {
             return;
         }
         Engine.getInstance().setRandomSeed((int) settings.seed());
-        model = Model.newInstance(MODEL_NAME, device);
-        model.setBlock(Unet3d.builder().optWidth(settings.width()).build());
+        Network network = settings.network();
+        model = Model.newInstance(network.modelName(), device);
+        model.setBlock(network.newBlock());
         // The optimizer is ours (update below); DJL's trainer runs forward and the loss.
         trainer =
                 model.newTrainer(
-                        new DefaultTrainingConfig(DiceCeLoss.builder().build())
+                        new DefaultTrainingConfig(network.newLoss())
                                 .optDevices(new Device[] {device}));
-        trainer.initialize(INIT_SHAPE);
+        trainer.initialize(network.initShape());
         List<Parameter> parameters = new ArrayList<>();
         for (Pair<String, Parameter> p : model.getBlock().getParameters()) {
             parameters.add(p.getValue());
@@ -483,6 +525,7 @@ public final class DjlAccelerator implements Accelerator {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
             DataOutputStream out = new DataOutputStream(bytes);
             out.writeInt(STATE_MAGIC);
+            out.writeUTF(settings.network().modelName());
             out.writeLong(step);
             out.writeInt(weights.length);
             var named = model.getBlock().getParameters();
@@ -503,7 +546,15 @@ public final class DjlAccelerator implements Accelerator {
     private void decodeState(byte[] encoded) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(encoded))) {
             if (in.readInt() != STATE_MAGIC) {
-                throw new IllegalStateException("not a 3D-UNet training state");
+                throw new IllegalStateException("not a training state of this accelerator");
+            }
+            String saved = in.readUTF();
+            if (!saved.equals(settings.network().modelName())) {
+                throw new IllegalStateException(
+                        "the checkpoint holds a "
+                                + saved
+                                + " model; this run trains "
+                                + settings.network().modelName());
             }
             long savedStep = in.readLong();
             int n = in.readInt();
@@ -568,13 +619,14 @@ public final class DjlAccelerator implements Accelerator {
     }
 
     /**
-     * Saves the trained model in DJL's format: {@code model-device-<d>/unet3d-0000.params}.
-     * Replicas hold identical parameters, so only the first device of a group saves.
+     * Saves the trained model in DJL's format: {@code model-device-<d>/<name>-0000.params}, the
+     * name the network's ({@code unet3d}, {@code cnn2d}). Replicas hold identical parameters, so
+     * only the first device of a group saves.
      */
     @Override
     public void finish(Path outputDir, int device) throws IOException {
         if (model != null && (member == null || member.replica() == 0)) {
-            model.save(outputDir.resolve("model-device-" + device), MODEL_NAME);
+            model.save(outputDir.resolve("model-device-" + device), settings.network().modelName());
         }
     }
 
@@ -589,8 +641,9 @@ public final class DjlAccelerator implements Accelerator {
     }
 
     /**
-     * The batch's images as (N, 1, D, H, W) on the device: each patch copied once into a reused
-     * direct buffer, which libtorch reads in place on the CPU and copies once to a GPU.
+     * The batch's inputs in the network's layout ((N, 1, D, H, W) for the 3D-UNet, (N, C, H, W) for
+     * a 2D network) on the device: each patch copied once into a reused direct buffer, which
+     * libtorch reads in place on the CPU and copies once to a GPU.
      */
     private NDArray images(Batch batch, NDManager scope) {
         var s = batch.samples().get(0).patch().shape();
@@ -602,21 +655,22 @@ public final class DjlAccelerator implements Accelerator {
         ByteBuffer b = imageBuffer.clear().limit(bytes);
         var floats = b.asFloatBuffer();
         for (PreparedSample sample : batch.samples()) {
-            float[] image = sample.patch().image();
-            if (image.length != n) {
+            if (!sample.patch().shape().equals(s)) {
                 throw new IllegalArgumentException(
                         "batch " + batch.sequence() + " mixes patch shapes");
             }
-            floats.put(image);
+            floats.put(sample.patch().image());
         }
-        return scope.create(b, shape(batch, s), DataType.FLOAT32);
+        return scope.create(
+                b, settings.network().inputShape(batch.samples().size(), s), DataType.FLOAT32);
     }
 
-    /** The batch's labels as (N, 1, D, H, W) bytes: the loss compares them as integers. */
+    /** The batch's targets, back to back in a reused direct buffer, as the network's labels. */
     private NDArray labels(Batch batch, NDManager scope) {
-        var s = batch.samples().get(0).patch().shape();
-        int n = Math.toIntExact(s.voxels());
-        int bytes = Math.multiplyExact(n, batch.samples().size());
+        int bytes = 0;
+        for (PreparedSample sample : batch.samples()) {
+            bytes = Math.addExact(bytes, sample.patch().label().length);
+        }
         if (labelBuffer == null || labelBuffer.capacity() < bytes) {
             labelBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
         }
@@ -624,10 +678,6 @@ public final class DjlAccelerator implements Accelerator {
         for (PreparedSample sample : batch.samples()) {
             b.put(sample.patch().label());
         }
-        return scope.create(b.flip(), shape(batch, s), DataType.UINT8);
-    }
-
-    private static Shape shape(Batch batch, Shape3 s) {
-        return new Shape(batch.samples().size(), 1, s.d(), s.h(), s.w());
+        return settings.network().labels(batch, b.flip(), scope);
     }
 }

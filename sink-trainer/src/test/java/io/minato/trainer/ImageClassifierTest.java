@@ -1,0 +1,164 @@
+package io.minato.trainer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import ai.djl.Device;
+import io.minato.data.BadInputException;
+import io.minato.sample.Batch;
+import io.minato.sample.PreparedSample;
+import io.minato.sample.SamplePath;
+import io.minato.sample.SampleTask;
+import io.minato.transform.Patch;
+import io.minato.transform.Shape3;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The accelerator with the images workload's network: a real DJL classifier learns a task a CNN
+ * must see (which half of the image is bright), its state travels through snapshots, and batches or
+ * states of the other workload fail in one line.
+ */
+class ImageClassifierTest {
+
+    private static final Shape3 IMAGE = new Shape3(3, 16, 16);
+
+    private static final DjlAccelerator.Settings SETTINGS =
+            new DjlAccelerator.Settings(0.5, 0.05f, 0.9f, 0, 3)
+                    .withNetwork(new ImageClassifier(2, 0.5));
+
+    /** Class 1: the left half bright; class 0: the right half; noise everywhere. */
+    private static Patch image(int cls, SplittableRandom r) {
+        float[] v = new float[(int) IMAGE.voxels()];
+        for (int c = 0, i = 0; c < 3; c++) {
+            for (int y = 0; y < 16; y++) {
+                for (int x = 0; x < 16; x++, i++) {
+                    boolean bright = cls == 1 ? x < 8 : x >= 8;
+                    v[i] = (bright ? 1f : -1f) + (float) (0.5 * r.nextGaussian());
+                }
+            }
+        }
+        return Patch.ofClass(IMAGE, v, cls);
+    }
+
+    private static Batch batch(long sequence, int size, SplittableRandom r) {
+        List<PreparedSample> samples = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+            int cls = (int) ((sequence + i) % 2);
+            samples.add(
+                    new PreparedSample(
+                            new SampleTask(3, 0, sequence * size + i, cls),
+                            SamplePath.FAST,
+                            0,
+                            image(cls, r)));
+        }
+        return new Batch(0, sequence, samples);
+    }
+
+    @Test
+    void shouldLearnWhichHalfIsBrightAndScoreTheSavedModel(@TempDir Path dir) throws Exception {
+        SplittableRandom r = new SplittableRandom(11);
+        double first;
+        double last = Double.NaN;
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            first = a.train(batch(0, 8, r)).loss();
+            for (int step = 1; step < 40; step++) {
+                last = a.train(batch(step, 8, r)).loss();
+            }
+            a.finish(dir, 0);
+        }
+        assertThat(first).isFinite().isPositive();
+        assertThat(last).isLessThan(first / 2);
+
+        List<Patch> held = new ArrayList<>();
+        for (int i = 0; i < 32; i++) {
+            held.add(image(i % 2, r));
+        }
+        double top1 =
+                ClassifierEvaluation.accuracy(
+                        dir.resolve("model-device-0"),
+                        (ImageClassifier) SETTINGS.network(),
+                        held,
+                        Device.cpu());
+        assertThat(top1).isGreaterThanOrEqualTo(0.9);
+    }
+
+    @Test
+    void shouldCarryTheClassifiersParametersThroughASnapshot() throws Exception {
+        Batch b = batch(0, 4, new SplittableRandom(1));
+        byte[] afterOneStep;
+        byte[] afterTwoSteps;
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            a.train(b);
+            afterOneStep = a.snapshot();
+            a.train(b);
+            afterTwoSteps = a.snapshot();
+        }
+        try (DjlAccelerator restored = new DjlAccelerator(SETTINGS)) {
+            restored.restore(afterOneStep);
+            restored.train(b);
+            assertThat(restored.snapshot()).isEqualTo(afterTwoSteps);
+        }
+    }
+
+    @Test
+    void shouldRefuseTheOtherWorkloadsTargetsAndStateInOneLine() throws Exception {
+        SplittableRandom r = new SplittableRandom(2);
+        float[] v = new float[(int) IMAGE.voxels()];
+        Batch dense =
+                new Batch(
+                        0,
+                        5,
+                        List.of(
+                                new PreparedSample(
+                                        new SampleTask(3, 0, 0, 0),
+                                        SamplePath.FAST,
+                                        0,
+                                        new Patch(IMAGE, v, new byte[v.length]))));
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            assertThatThrownBy(() -> a.train(dense))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("batch 5 holds a dense label");
+            Batch tooHigh =
+                    new Batch(
+                            0,
+                            6,
+                            List.of(
+                                    new PreparedSample(
+                                            new SampleTask(3, 0, 0, 0),
+                                            SamplePath.FAST,
+                                            0,
+                                            Patch.ofClass(IMAGE, v, 7))));
+            assertThatThrownBy(() -> a.train(tooHigh))
+                    .hasMessageContaining("holds class 7; the classifier has 2 classes");
+        }
+        byte[] unet;
+        try (DjlAccelerator u =
+                new DjlAccelerator(new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 0, 3))) {
+            unet = u.initializedState();
+            assertThatThrownBy(() -> u.train(batch(0, 2, r)))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("holds a class-index target; the 3D-UNet");
+        }
+        try (DjlAccelerator c = new DjlAccelerator(SETTINGS)) {
+            c.restore(unet);
+            assertThatThrownBy(() -> c.train(batch(0, 2, r)))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("the checkpoint holds a unet3d model; this run trains cnn2d");
+        }
+    }
+
+    @Test
+    void shouldNameTheFolderWithoutASavedClassifier(@TempDir Path dir) {
+        assertThatThrownBy(
+                        () ->
+                                ClassifierEvaluation.accuracy(
+                                        dir, new ImageClassifier(2, 0.5), List.of(), Device.cpu()))
+                .isInstanceOf(BadInputException.class)
+                .hasMessage(dir + ": no saved model cnn2d-0000.params in this folder");
+    }
+}
