@@ -5,6 +5,7 @@ import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.job.report.RunReport;
 import io.minato.transform.TransformConfig;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -28,19 +29,48 @@ public final class DataOptions {
     /** The demo's patch: its volumes (scale 0.25) are at least 32 voxels on every axis. */
     public static final int DEMO_PATCH = 32;
 
+    /** Where the images demo set is generated when no --data is given. */
+    public static final Path DEMO_IMAGES = DEMO_DATA.resolve("images");
+
+    /** The images demo's crop: small, so that a CPU trains on it in seconds. */
+    public static final int DEMO_IMAGE_SIZE = 64;
+
+    /** torchvision's ImageNet training crop. */
+    public static final int DEFAULT_IMAGE_SIZE = 224;
+
+    /** What a run trains on. */
+    public enum WorkloadKind {
+        /** 3D segmentation of KiTS19-like .npy pairs by a 3D-UNet, the MLPerf transforms. */
+        kits19,
+        /** 2D classification of a class/image.ext folder, torchvision's training transforms. */
+        images
+    }
+
+    @Option(
+            names = "--workload",
+            paramLabel = "NAME",
+            description =
+                    "kits19: 3D segmentation of case_*_x.npy / case_*_y.npy pairs; images: 2D"
+                            + " classification of a folder of class/image files (JPEG, PNG, BMP,"
+                            + " GIF), one sub-folder per class (default: ${DEFAULT-VALUE}).")
+    public WorkloadKind workload = WorkloadKind.kits19;
+
     @Option(
             names = "--data",
             paramLabel = "DIR",
             description =
-                    "Folder of case_*_x.npy / case_*_y.npy pairs (default: a small KiTS19-like"
-                            + " demo set, generated under data/ on first use).")
+                    "Folder of case_*_x.npy / case_*_y.npy pairs, or for --workload images a"
+                            + " folder of class folders of images (default: a small generated demo"
+                            + " set under data/, made on first use).")
     public Path data;
 
     @Option(
             names = "--patch",
             paramLabel = "P",
             description =
-                    "Edge of the cubic training patch in voxels (default: 128; 32 on the demo set).")
+                    "Edge of the cubic training patch in voxels (default: 128; 32 on the demo set);"
+                            + " for --workload images the edge of the square crop (default: 224;"
+                            + " 64 on the demo set).")
     public Integer patch;
 
     @Option(
@@ -148,7 +178,18 @@ public final class DataOptions {
     }
 
     public int patchEdge() {
-        return patch != null ? patch : demo() ? DEMO_PATCH : TransformConfig.DEFAULT_PATCH;
+        if (patch != null) {
+            return patch;
+        }
+        if (workload == WorkloadKind.images) {
+            return demo() ? DEMO_IMAGE_SIZE : DEFAULT_IMAGE_SIZE;
+        }
+        return demo() ? DEMO_PATCH : TransformConfig.DEFAULT_PATCH;
+    }
+
+    /** Whether the run classifies images (else it segments KiTS19-like volumes). */
+    public boolean images() {
+        return workload == WorkloadKind.images;
     }
 
     /** The per-case cache these options ask for, over the given data folder. */
@@ -193,7 +234,7 @@ public final class DataOptions {
                         });
         List<CaseFiles> train = new ArrayList<>();
         List<CaseFiles> held = new ArrayList<>();
-        int quarantined = 0;
+        List<RunReport.Quarantine> quarantine = new ArrayList<>();
         for (int i = 0; i < all.size(); i++) {
             CaseFiles c = all.get(i);
             if (problems[i] == null) {
@@ -203,7 +244,9 @@ public final class DataOptions {
             if (onBadSample == OnBadSample.fail) {
                 throw problems[i];
             }
-            quarantined++;
+            quarantine.add(
+                    new RunReport.Quarantine(
+                            TrainingSet.relative(dir, problems[i].file()), problems[i].problem()));
             err.println("skipped: " + problems[i].getMessage());
         }
         if (train.isEmpty()) {
@@ -215,7 +258,7 @@ public final class DataOptions {
                 eval,
                 List.copyOf(train),
                 List.copyOf(held),
-                quarantined,
+                List.copyOf(quarantine),
                 cache);
     }
 
@@ -226,6 +269,12 @@ public final class DataOptions {
             int eval,
             List<CaseFiles> train,
             List<CaseFiles> held,
-            int quarantined,
-            CaseCache cache) {}
+            List<RunReport.Quarantine> quarantine,
+            CaseCache cache) {
+
+        /** Cases left out as bad input. */
+        public int quarantined() {
+            return quarantine.size();
+        }
+    }
 }

@@ -111,6 +111,7 @@ final class DetachedReport implements TrainerSink.RunEnd {
                 0,
                 Double.NaN,
                 null,
+                null,
                 null);
     }
 }

@@ -49,6 +49,12 @@ public final class EvaluateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (data.images()) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "evaluate scores a saved 3D-UNet (kits19); a train run with --workload images"
+                            + " reports its held-out accuracy itself");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Device on;

@@ -16,6 +16,7 @@ import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
 import io.minato.spi.Workload;
 import io.minato.trainer.TrainerSink;
+import java.util.Objects;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -75,8 +76,143 @@ public final class LoaderJob {
     private final TrainerSink sink;
 
     public LoaderJob(Settings settings, TrainerSink sink) {
-        this.settings = settings;
-        this.sink = sink;
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.sink = Objects.requireNonNull(sink, "sink");
+    }
+
+    /** Builds a job from code: {@code set*} required, {@code opt*} optional. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Settings settings() {
+        return settings;
+    }
+
+    /**
+     * A {@link LoaderJob} from code, in the style of DJL's and Flink's builders: the workload and
+     * the trainers are required, the rest has the train command's defaults (Minato's loader, one
+     * epoch, seed 7, batch 2, one device, one fast and one slow worker, the automatic deadline).
+     *
+     * <pre>{@code
+     * LoaderJob.builder()
+     *         .setWorkload(new Workload<>("mine", mySamples, myTransforms))
+     *         .setTrainer(TrainerSink.builder().setAccelerator(factory).build())
+     *         .optEpochs(10)
+     *         .optBatchSize(8)
+     *         .optDevices(2)
+     *         .build()
+     *         .build(StreamExecutionEnvironment.getExecutionEnvironment());
+     * }</pre>
+     */
+    public static final class Builder {
+        private Workload<?> workload;
+        private TrainerSink trainer;
+        private Loader loader = Loader.minato;
+        private int epochs = 1;
+        private long seed = DataOptions.DEFAULT_SEED;
+        private int batch = 2;
+        private int devices = 1;
+        private int fastWorkers = 1;
+        private int slowWorkers = 1;
+        private TimeoutPolicy timeout = TimeoutPolicy.parse("auto");
+        private boolean scheduled;
+
+        private Builder() {}
+
+        /** The samples and how each is prepared. */
+        public Builder setWorkload(Workload<?> workload) {
+            this.workload = Objects.requireNonNull(workload, "workload");
+            return this;
+        }
+
+        /** Where the batches go: one trainer per device. */
+        public Builder setTrainer(TrainerSink trainer) {
+            this.trainer = Objects.requireNonNull(trainer, "trainer");
+            return this;
+        }
+
+        /** Which loader builds the batches; Minato's by default. */
+        public Builder optLoader(Loader loader) {
+            this.loader = Objects.requireNonNull(loader, "loader");
+            return this;
+        }
+
+        public Builder optEpochs(int epochs) {
+            this.epochs = positive("epochs", epochs);
+            return this;
+        }
+
+        /** The run seed: every sample is a function of (seed, epoch, index). */
+        public Builder optSeed(long seed) {
+            this.seed = seed;
+            return this;
+        }
+
+        /** Samples per batch per device. */
+        public Builder optBatchSize(int batch) {
+            this.batch = positive("batch size", batch);
+            return this;
+        }
+
+        /** Devices (trainer subtasks), each with its own batch queue. */
+        public Builder optDevices(int devices) {
+            this.devices = positive("devices", devices);
+            return this;
+        }
+
+        /**
+         * Preparation workers: Minato's fast and slow ones (the baselines run {@code fast + slow}
+         * threads); each prepares whenever it has work.
+         */
+        public Builder optWorkers(int fast, int slow) {
+            this.fastWorkers = positive("fast workers", fast);
+            this.slowWorkers = positive("slow workers", slow);
+            this.scheduled = false;
+            return this;
+        }
+
+        /**
+         * As {@link #optWorkers}, but the {@link WorkerScheduler} of each TaskManager sets how many
+         * may prepare at once, from the batch queues and the CPU load (Minato's loader only).
+         */
+        public Builder optScheduledWorkers(int fast, int slow) {
+            optWorkers(fast, slow);
+            this.scheduled = true;
+            return this;
+        }
+
+        /** The fast/slow deadline; {@code auto} by default. */
+        public Builder optTimeout(TimeoutPolicy timeout) {
+            this.timeout = Objects.requireNonNull(timeout, "timeout");
+            return this;
+        }
+
+        public LoaderJob build() {
+            if (workload == null || trainer == null) {
+                throw new IllegalStateException("a loader job needs a workload and a trainer");
+            }
+            return new LoaderJob(
+                    new Settings(
+                            loader,
+                            workload,
+                            epochs,
+                            seed,
+                            batch,
+                            devices,
+                            fastWorkers,
+                            slowWorkers,
+                            timeout,
+                            scheduled && loader == Loader.minato),
+                    trainer);
+        }
+
+        private static int positive(String name, int value) {
+            if (value < 1) {
+                throw new IllegalArgumentException(name + " must be >= 1: " + value);
+            }
+            return value;
+        }
     }
 
     /** Adds the dataflow to the environment; the caller executes it. */

@@ -424,6 +424,7 @@ class LoaderJobTest {
         TraceFiles.merge(run, run.resolve("trace.csv"));
         return RunReport.build(
                 new RunReport.Inputs(
+                        "kits19",
                         loader.name(),
                         DEVICES,
                         BATCH,
@@ -433,11 +434,12 @@ class LoaderJobTest {
                         10,
                         train.size(),
                         2,
-                        0,
+                        List.of(),
                         start,
                         0,
                         2,
                         1.0,
+                        null,
                         null,
                         null,
                         null,

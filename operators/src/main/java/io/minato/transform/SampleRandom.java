@@ -37,7 +37,14 @@ public final class SampleRandom {
         EPOCH_ORDER,
         /** Whether the sample is one of the heavy tail (the bench's --tail knob). */
         TAIL_DECISION,
-        TAIL_VALUES
+        TAIL_VALUES,
+        // The images workload's; new streams go last: the ordinal is part of every stream's seed.
+        /** RandomResizedCrop's window. */
+        IMAGE_CROP,
+        /** RandomHorizontalFlip. */
+        IMAGE_FLIP,
+        /** ColorJitter's order and factors. */
+        IMAGE_JITTER
     }
 
     static long mix(long z) {

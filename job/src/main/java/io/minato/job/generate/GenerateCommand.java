@@ -13,14 +13,18 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** The {@code generate} command: writes a KiTS19-like dataset with {@link KitsLikeGenerator}. */
+/**
+ * The {@code generate} command: writes a KiTS19-like dataset with {@link KitsLikeGenerator}, or
+ * with {@code --workload images} an image classification set with {@link ImageSetGenerator}.
+ */
 @Command(
         name = "generate",
         mixinStandardHelpOptions = true,
         description =
                 "Writes a KiTS19-like dataset: case_NNNNN_x.npy (float32) and case_NNNNN_y.npy"
-                        + " (uint8 labels), shape (1, D, H, W). Case files of the same names are"
-                        + " replaced; other files are left alone.")
+                        + " (uint8 labels), shape (1, D, H, W); or, with --workload images,"
+                        + " class_NN/img_NNNNN.png|jpg images of widely varying size. Files of"
+                        + " the same names are replaced; other files are left alone.")
 public final class GenerateCommand implements Callable<Integer> {
 
     @Spec private CommandSpec spec;
@@ -32,6 +36,31 @@ public final class GenerateCommand implements Callable<Integer> {
             description = "Folder to write into (created if missing).")
     private Path out;
 
+    @Option(
+            names = "--workload",
+            paramLabel = "NAME",
+            description = "kits19 (.npy volumes) or images (default: ${DEFAULT-VALUE}).")
+    private io.minato.job.DataOptions.WorkloadKind workload =
+            io.minato.job.DataOptions.WorkloadKind.kits19;
+
+    private Integer classes;
+
+    @Option(
+            names = "--classes",
+            paramLabel = "C",
+            description =
+                    "Classes of --workload images, at least 2 (default: "
+                            + ImageSetGenerator.DEFAULT_CLASSES
+                            + ").")
+    void setClasses(int classes) {
+        if (classes < 2) {
+            throw invalid("--classes must be at least 2, got " + classes);
+        }
+        this.classes = classes;
+    }
+
+    private boolean casesGiven;
+
     private int cases = KitsLikeGenerator.DEFAULT_CASES;
     private double scale = KitsLikeGenerator.DEFAULT_SCALE;
     private long seed = KitsLikeGenerator.DEFAULT_SEED;
@@ -41,12 +70,17 @@ public final class GenerateCommand implements Callable<Integer> {
             names = "--cases",
             paramLabel = "N",
             defaultValue = "" + KitsLikeGenerator.DEFAULT_CASES,
-            description = "Number of cases, ids 0..N-1 (default: ${DEFAULT-VALUE}).")
+            description =
+                    "Number of cases, ids 0..N-1 (default: ${DEFAULT-VALUE}); for --workload"
+                            + " images the number of images (default: "
+                            + ImageSetGenerator.DEFAULT_IMAGES
+                            + ").")
     void setCases(int cases) {
         if (cases < 1) {
             throw invalid("--cases must be at least 1, got " + cases);
         }
         this.cases = cases;
+        this.casesGiven = true;
     }
 
     @Option(
@@ -86,6 +120,12 @@ public final class GenerateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (workload == io.minato.job.DataOptions.WorkloadKind.images) {
+            return images();
+        }
+        if (classes != null) {
+            throw invalid("--classes is for --workload images");
+        }
         PrintWriter stdout = spec.commandLine().getOut();
         KitsLikeGenerator generator =
                 KitsLikeGenerator.builder()
@@ -137,6 +177,49 @@ public final class GenerateCommand implements Callable<Integer> {
                 seed,
                 out,
                 bytes / 1e9,
+                (System.nanoTime() - start) / 1e9);
+        stdout.flush();
+        return 0;
+    }
+
+    private int images() {
+        PrintWriter stdout = spec.commandLine().getOut();
+        int images = casesGiven ? cases : ImageSetGenerator.DEFAULT_IMAGES;
+        int c = classes != null ? classes : ImageSetGenerator.DEFAULT_CLASSES;
+        if (c > images) {
+            throw invalid(c + " classes need at least " + c + " images, not " + images);
+        }
+        long start = System.nanoTime();
+        List<ImageSetGenerator.GeneratedImage> written;
+        try {
+            written =
+                    ImageSetGenerator.builder()
+                            .optImages(images)
+                            .optClasses(c)
+                            .optSeed(seed)
+                            .build()
+                            .generate(out);
+        } catch (IOException e) {
+            spec.commandLine()
+                    .getErr()
+                    .println(
+                            "generate: cannot write the images into "
+                                    + out
+                                    + ": "
+                                    + e.getClass().getSimpleName()
+                                    + ": "
+                                    + e.getMessage());
+            return 1;
+        }
+        long bytes = written.stream().mapToLong(ImageSetGenerator.GeneratedImage::bytes).sum();
+        stdout.printf(
+                Locale.ROOT,
+                "generated %d images of %d classes (seed %d) in %s: %.1f MB in %.1f s%n",
+                written.size(),
+                c,
+                seed,
+                out,
+                bytes / 1e6,
                 (System.nanoTime() - start) / 1e9);
         stdout.flush();
         return 0;

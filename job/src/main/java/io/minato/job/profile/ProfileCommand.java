@@ -59,6 +59,12 @@ public final class ProfileCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(
                     spec.commandLine(), "--epochs and --threads must be >= 1");
         }
+        if (data.images()) {
+            throw new picocli.CommandLine.ParameterException(
+                    spec.commandLine(),
+                    "profile breaks down the kits19 transforms only; for --workload images, train"
+                            + " reports the preparation times (prep_ms, the trace)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         DataOptions.Cases cases = data.cases(spec.commandLine().getErr());
         List<CaseFiles> train = cases.train();

@@ -34,6 +34,7 @@ public final class RunReport {
 
     /** What the driver knows that the run directory does not. */
     public record Inputs(
+            String workload,
             String loader,
             int devices,
             int batch,
@@ -43,19 +44,36 @@ public final class RunReport {
             int cases,
             int trainCases,
             int evalCases,
-            int quarantined,
+            List<Quarantine> quarantine,
             long firstRequestMillis,
             long processStartMillis,
             int cores,
             double processCpuSeconds,
             Double timeoutMs,
             Evaluation.Dice dice,
+            Accuracy accuracy,
             DjlAccelerator.Settings optimizer,
             CacheCounts caseCache,
             DataOptions.Tail tail,
             List<RunSampler.Sample> memory,
             Workers workers)
-            implements Serializable {}
+            implements Serializable {
+
+        public Inputs {
+            quarantine = List.copyOf(quarantine);
+        }
+
+        /** Inputs left out as bad. */
+        public int quarantined() {
+            return quarantine.size();
+        }
+    }
+
+    /** An input left out of the run (its path relative to the data folder) and why. */
+    public record Quarantine(String file, String reason) implements Serializable {}
+
+    /** Top-1 accuracy of the trained classifier over {@code images} held-out images. */
+    public record Accuracy(double top1, int images) implements Serializable {}
 
     /**
      * The loader's preparation workers: {@code fast} and {@code slow} (Minato's two kinds; the
@@ -267,6 +285,7 @@ public final class RunReport {
     public String toJson() {
         StringBuilder b = new StringBuilder(1024);
         b.append("{\n");
+        b.append("  \"workload\": ").append(DeviceSummary.Json.quote(in.workload())).append(",\n");
         b.append("  \"loader\": ").append(DeviceSummary.Json.quote(in.loader())).append(",\n");
         b.append("  \"devices\": ").append(in.devices()).append(", \"batch\": ").append(in.batch());
         b.append(", \"patch\": ").append(in.patch()).append(", \"epochs\": ").append(in.epochs());
@@ -399,7 +418,29 @@ public final class RunReport {
                                 + ", \"tumor\": "
                                 + DeviceSummary.Json.number(d.tumor())
                                 + "}");
-        b.append("\n");
+        b.append(",\n");
+        Accuracy a = in.accuracy();
+        b.append("  \"accuracy\": ");
+        b.append(
+                a == null
+                        ? "null"
+                        : "{\"top1\": "
+                                + DeviceSummary.Json.number(a.top1())
+                                + ", \"images\": "
+                                + a.images()
+                                + "}");
+        b.append(",\n");
+        b.append("  \"quarantine\": [");
+        for (int i = 0; i < in.quarantine().size(); i++) {
+            Quarantine q = in.quarantine().get(i);
+            b.append(i == 0 ? "\n    " : ",\n    ")
+                    .append("{\"file\": ")
+                    .append(DeviceSummary.Json.quote(q.file()))
+                    .append(", \"reason\": ")
+                    .append(DeviceSummary.Json.quote(q.reason()))
+                    .append("}");
+        }
+        b.append(in.quarantine().isEmpty() ? "]\n" : "\n  ]\n");
         b.append("}\n");
         return b.toString();
     }
@@ -471,6 +512,13 @@ public final class RunReport {
                                 in.dice().mean(),
                                 in.dice().kidney(),
                                 in.dice().tumor(),
-                                in.dice().cases()));
+                                in.dice().cases()))
+                + (in.accuracy() == null
+                        ? ""
+                        : String.format(
+                                Locale.ROOT,
+                                ", top-1 accuracy %.3f (%d held-out images)",
+                                in.accuracy().top1(),
+                                in.accuracy().images()));
     }
 }

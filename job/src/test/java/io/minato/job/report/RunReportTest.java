@@ -2,7 +2,9 @@ package io.minato.job.report;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.InstanceOfAssertFactories.MAP;
 
+import io.minato.json.Json;
 import io.minato.trainer.DeviceCounters;
 import io.minato.trainer.DeviceSummary;
 import io.minato.trainer.gpu.GpuStats;
@@ -10,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -172,6 +175,42 @@ class RunReportTest {
         return counters(2_000, 4);
     }
 
+    @Test
+    void shouldListEveryQuarantinedInputWithItsReasonAndTheAccuracyOfAClassifier()
+            throws IOException {
+        summary(0, null);
+        List<RunReport.Quarantine> left =
+                List.of(
+                        new RunReport.Quarantine("dogs/broken.jpg", "not a JPEG \"image\""),
+                        new RunReport.Quarantine("cats/empty.png", "empty file"));
+
+        String json = report(1, 1, null, 100, left, new RunReport.Accuracy(0.625, 16)).toJson();
+
+        @SuppressWarnings("unchecked")
+        Map<String, Object> parsed = (Map<String, Object>) Json.parse(json);
+        assertThat(parsed.get("workload")).isEqualTo("kits19");
+        assertThat(parsed.get("quarantine"))
+                .isEqualTo(
+                        List.of(
+                                Map.of("file", "dogs/broken.jpg", "reason", "not a JPEG \"image\""),
+                                Map.of("file", "cats/empty.png", "reason", "empty file")));
+        assertThat(parsed.get("accuracy")).isEqualTo(Map.of("top1", 0.625, "images", 16.0));
+        assertThat(parsed.get("samples")).asInstanceOf(MAP).containsEntry("quarantined", 2.0);
+        assertThat(parsed.get("dice")).isNull();
+    }
+
+    @Test
+    void shouldWriteAnEmptyQuarantineAndNullAccuracyWhenNothingWasLeftOutOrClassified()
+            throws IOException {
+        summary(0, null);
+
+        @SuppressWarnings("unchecked")
+        Map<String, Object> parsed = (Map<String, Object>) Json.parse(report(1).toJson());
+
+        assertThat(parsed.get("quarantine")).isEqualTo(List.of());
+        assertThat(parsed).containsEntry("accuracy", null);
+    }
+
     private RunReport report(int devices) throws IOException {
         return report(devices, 1);
     }
@@ -188,8 +227,20 @@ class RunReportTest {
     private RunReport report(
             int devices, int epochs, List<RunSampler.Sample> memory, long processStart)
             throws IOException {
+        return report(devices, epochs, memory, processStart, List.of(), null);
+    }
+
+    private RunReport report(
+            int devices,
+            int epochs,
+            List<RunSampler.Sample> memory,
+            long processStart,
+            List<RunReport.Quarantine> quarantine,
+            RunReport.Accuracy accuracy)
+            throws IOException {
         return RunReport.build(
                 new RunReport.Inputs(
+                        "kits19",
                         "minato",
                         devices,
                         2,
@@ -199,13 +250,14 @@ class RunReportTest {
                         10,
                         6 * devices,
                         2,
-                        0,
+                        quarantine,
                         500,
                         processStart,
                         2,
                         1.0,
                         null,
                         null,
+                        accuracy,
                         null,
                         null,
                         null,

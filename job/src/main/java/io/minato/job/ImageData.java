@@ -1,0 +1,139 @@
+package io.minato.job;
+
+import ai.djl.Device;
+import io.minato.data.BadInputException;
+import io.minato.data.Dataset;
+import io.minato.image.EncodedImage;
+import io.minato.image.ImageConfig;
+import io.minato.image.ImageFile;
+import io.minato.image.ImageFolder;
+import io.minato.image.ImageTransforms;
+import io.minato.job.generate.ImageSetGenerator;
+import io.minato.job.report.RunReport;
+import io.minato.spi.Workload;
+import io.minato.trainer.ClassifierEvaluation;
+import io.minato.trainer.ImageClassifier;
+import io.minato.transform.Patch;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+
+/**
+ * The images workload's side of a run: the folder scanned, every image's header checked (on all
+ * cores), the held-out images split off, and the training images as a {@link Workload}.
+ */
+public final class ImageData {
+
+    /** The demo set: a few classes of generated images of widely varying size. */
+    static final int DEMO_IMAGES = 240;
+
+    static final int DEMO_CLASSES = 4;
+
+    private ImageData() {}
+
+    /** A run's images: those it trains on, those held out, and what was left out. */
+    public record Images(
+            Path dir,
+            int total,
+            int eval,
+            ImageFolder train,
+            List<ImageFile> held,
+            List<RunReport.Quarantine> quarantine,
+            ImageConfig config) {
+
+        public Workload<EncodedImage> workload() {
+            return new Workload<>("images", train, new ImageTransforms(config));
+        }
+
+        public int classes() {
+            return train.classes().size();
+        }
+    }
+
+    /** The images folder: --data, or the demo set, generated first if it is not there yet. */
+    static Path dataDir(DataOptions data) throws IOException {
+        if (!data.demo()) {
+            return data.data;
+        }
+        Path dir = DataOptions.DEMO_IMAGES;
+        if (!Files.isDirectory(dir)) {
+            System.err.println("generating the images demo set under " + dir + "/ ...");
+            ImageSetGenerator.builder()
+                    .optImages(DEMO_IMAGES)
+                    .optClasses(DEMO_CLASSES)
+                    .optSeed(data.seed)
+                    .build()
+                    .generate(dir);
+        }
+        return dir;
+    }
+
+    /**
+     * The images split into held-out and training ones, every image checked: a bad one stops the
+     * run (fail) or is left out and counted (skip), with one line on {@code err}.
+     */
+    public static Images images(DataOptions data, PrintWriter err)
+            throws IOException, BadInputException {
+        Path dir = dataDir(data);
+        ImageFolder all = ImageFolder.scan(dir);
+        BadInputException[] problems = new BadInputException[all.size()];
+        IntStream.range(0, all.size())
+                .parallel()
+                .forEach(
+                        i -> {
+                            try {
+                                all.check(i);
+                            } catch (BadInputException e) {
+                                problems[i] = e;
+                            }
+                        });
+        List<ImageFile> good = new ArrayList<>();
+        List<RunReport.Quarantine> quarantine = new ArrayList<>();
+        for (int i = 0; i < all.size(); i++) {
+            if (problems[i] == null) {
+                good.add(all.images().get(i));
+                continue;
+            }
+            if (data.onBadSample == DataOptions.OnBadSample.fail) {
+                throw problems[i];
+            }
+            quarantine.add(
+                    new RunReport.Quarantine(
+                            TrainingSet.relative(dir, problems[i].file()), problems[i].problem()));
+            err.println("skipped: " + problems[i].getMessage());
+        }
+        if (good.isEmpty()) {
+            throw new BadInputException(dir, "every image was skipped as bad input");
+        }
+        ImageFolder checked = ImageFolder.of(dir, all.classes(), good);
+        int eval = data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(good.size());
+        ImageFolder.Split split = checked.split(eval);
+        return new Images(
+                dir,
+                all.size(),
+                eval,
+                split.train(),
+                split.eval(),
+                List.copyOf(quarantine),
+                ImageConfig.torchvision(data.patchEdge()));
+    }
+
+    /**
+     * Top-1 accuracy of the model a run saved in {@code modelDir} over the held-out images, each
+     * prepared by torchvision's evaluation transforms (resize, centre crop, normalise).
+     */
+    public static RunReport.Accuracy accuracy(
+            Path modelDir, Images images, ImageClassifier network, Device device)
+            throws IOException, BadInputException {
+        List<Patch> prepared = new ArrayList<>(images.held().size());
+        for (ImageFile f : images.held()) {
+            prepared.add(ImageTransforms.evaluation(ImageFolder.read(f), images.config()));
+        }
+        double top1 = ClassifierEvaluation.accuracy(modelDir, network, prepared, device);
+        return new RunReport.Accuracy(top1, prepared.size());
+    }
+}

@@ -1,0 +1,59 @@
+package io.minato.image;
+
+import io.minato.data.BadInputException;
+import io.minato.spi.Steps;
+import io.minato.spi.Transforms;
+import io.minato.transform.Patch;
+import io.minato.transform.SampleKey;
+import io.minato.transform.Shape3;
+import java.awt.image.BufferedImage;
+import java.io.DataInput;
+import java.io.IOException;
+import java.util.Objects;
+
+/** torchvision's ImageNet training transforms ({@link ImagePreparation}) as a workload's. */
+public final class ImageTransforms implements Transforms<EncodedImage> {
+    private static final long serialVersionUID = 1L;
+
+    private final ImageConfig config;
+
+    public ImageTransforms(ImageConfig config) {
+        this.config = Objects.requireNonNull(config, "config");
+    }
+
+    public ImageConfig config() {
+        return config;
+    }
+
+    @Override
+    public Steps<EncodedImage> start(SampleKey key) {
+        return new ImagePreparation(key, config);
+    }
+
+    @Override
+    public Steps<EncodedImage> read(DataInput in) throws IOException {
+        return ImagePreparation.readFrom(in, config);
+    }
+
+    /**
+     * torchvision's evaluation transforms: the shorter side resized to {@code size * 256 / 224},
+     * the centre {@code size} x {@code size} square, normalised; done in one bilinear pass over the
+     * window of the image that square covers. Fresh arrays, the image's class as target.
+     */
+    public static Patch evaluation(EncodedImage image, ImageConfig config)
+            throws BadInputException {
+        BufferedImage decoded = ImagePreparation.decodeImage(image);
+        int w = decoded.getWidth();
+        int h = decoded.getHeight();
+        int[] rgb = decoded.getRGB(0, 0, w, h, null, 0, w);
+        int s = config.size();
+        double resizedShort = Math.floor(s * 256.0 / 224);
+        double f = Math.min(w, h) / resizedShort; // source pixels per resized pixel
+        int cw = (int) Math.max(1, Math.min(w, Math.round(s * f)));
+        int ch = (int) Math.max(1, Math.min(h, Math.round(s * f)));
+        float[] values = new float[3 * s * s];
+        ImagePreparation.resize(rgb, w, (h - ch) / 2, (w - cw) / 2, ch, cw, values, s, 0, s);
+        ImagePreparation.normalize(values, config);
+        return Patch.ofClass(new Shape3(3, s, s), values, image.file().label());
+    }
+}
