@@ -103,8 +103,29 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         BufferedImage image = decodeImage(source);
         width = image.getWidth();
         height = image.getHeight();
-        rgb = image.getRGB(0, 0, width, height, null, 0, width);
+        rgb = pixels(image);
         step = Step.CROP;
+    }
+
+    /**
+     * The image as 0xRRGGBB. A grey image's samples are taken as they are, replicated to the three
+     * channels, as PIL's convert("RGB") does: {@code getRGB} would first convert Java's linear grey
+     * colour space to sRGB (200 became 229).
+     */
+    static int[] pixels(BufferedImage image) {
+        int w = image.getWidth();
+        int h = image.getHeight();
+        int type = image.getType();
+        if (type == BufferedImage.TYPE_BYTE_GRAY || type == BufferedImage.TYPE_USHORT_GRAY) {
+            int shift = type == BufferedImage.TYPE_USHORT_GRAY ? 8 : 0;
+            int[] grey = image.getRaster().getSamples(0, 0, w, h, 0, (int[]) null);
+            for (int i = 0; i < grey.length; i++) {
+                int g = (grey[i] >>> shift) & 0xFF;
+                grey[i] = g << 16 | g << 8 | g;
+            }
+            return grey;
+        }
+        return image.getRGB(0, 0, w, h, null, 0, w);
     }
 
     /** Decodes any format ImageIO reads; a corrupt image is one line naming its file. */

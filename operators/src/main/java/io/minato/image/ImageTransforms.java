@@ -45,7 +45,7 @@ public final class ImageTransforms implements Transforms<EncodedImage> {
         BufferedImage decoded = ImagePreparation.decodeImage(image);
         int w = decoded.getWidth();
         int h = decoded.getHeight();
-        int[] rgb = decoded.getRGB(0, 0, w, h, null, 0, w);
+        int[] rgb = ImagePreparation.pixels(decoded);
         int s = config.size();
         double resizedShort = Math.floor(s * 256.0 / 224);
         double f = Math.min(w, h) / resizedShort; // source pixels per resized pixel

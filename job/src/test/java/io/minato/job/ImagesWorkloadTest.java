@@ -1,0 +1,151 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.job.generate.ImageSetGenerator;
+import io.minato.json.Json;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code train --workload images} end to end, as a user runs it: a generated folder with one broken
+ * image, real DJL training of the classifier under each of the three loaders, the report's accuracy
+ * and quarantine, and the trace naming images by their paths.
+ */
+class ImagesWorkloadTest {
+    @TempDir static Path data;
+    @TempDir Path out;
+
+    private static final int IMAGES = 18;
+
+    @BeforeAll
+    static void generate() throws Exception {
+        ImageSetGenerator.builder()
+                .optImages(IMAGES)
+                .optClasses(3)
+                .optSeed(3)
+                .optEdges(16, 64)
+                .build()
+                .generate(data);
+        Files.writeString(data.resolve("class_00/broken.jpg"), "not a JPEG");
+    }
+
+    private MainTest.Run train(String loader, String onBad) {
+        return MainTest.run(
+                "train",
+                "--workload",
+                "images",
+                "--data",
+                data.toString(),
+                "--loader",
+                loader,
+                "--patch",
+                "16",
+                "--epochs",
+                "2",
+                "--eval-cases",
+                "3",
+                "--workers",
+                "2",
+                "--on-bad-sample",
+                onBad,
+                "--no-web-ui",
+                "--progress-interval",
+                "0",
+                "--no-plots",
+                "--run-dir",
+                out.resolve("run-" + loader).toString(),
+                "--report",
+                out.resolve(loader + ".json").toString(),
+                "--trace",
+                out.resolve(loader + ".csv").toString());
+    }
+
+    @Test
+    void shouldTrainTheClassifierUnderEveryLoaderAndReportAccuracyAndTheBrokenImage()
+            throws Exception {
+        for (String loader : List.of("minato", "inorder", "djl")) {
+            MainTest.Run run = train(loader, "skip");
+            assertThat(run.status()).as("%s: %s", loader, run.err()).isZero();
+            assertThat(run.err()).contains("skipped: " + data.resolve("class_00/broken.jpg"));
+
+            @SuppressWarnings("unchecked")
+            Map<String, Object> r =
+                    (Map<String, Object>)
+                            Json.parse(Files.readString(out.resolve(loader + ".json")));
+            assertThat(r).containsEntry("workload", "images").containsEntry("loader", loader);
+            assertThat(r.get("dice")).isNull();
+            assertThat(r.get("accuracy"))
+                    .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+                    .containsEntry("images", 3.0)
+                    .containsKey("top1");
+            assertThat(r.get("quarantine"))
+                    .isEqualTo(
+                            List.of(
+                                    Map.of(
+                                            "file",
+                                            "class_00/broken.jpg",
+                                            "reason",
+                                            "not an image ImageIO can read")));
+            int train = IMAGES - 3;
+            assertThat(r.get("dataset"))
+                    .isEqualTo(Map.of("cases", IMAGES + 1.0, "train", (double) train, "eval", 3.0));
+            assertThat(r.get("samples"))
+                    .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+                    .containsEntry("quarantined", 1.0)
+                    .containsEntry("delivered", 2.0 * train);
+
+            List<String> lines =
+                    Files.readAllLines(out.resolve(loader + ".csv"), StandardCharsets.UTF_8);
+            assertThat(lines.get(0)).isEqualTo("epoch,index,case,device,step,path");
+            assertThat(lines).hasSize(1 + 2 * train);
+            Set<String> pairs = new HashSet<>();
+            for (String line : lines.subList(1, lines.size())) {
+                String[] f = line.split(",");
+                assertThat(pairs.add(f[0] + "," + f[1])).as(line).isTrue();
+                assertThat(f[2]).matches("class_0[0-2]/img_\\d{5}\\.(png|jpg)");
+                assertThat(data.resolve(f[2])).isRegularFile();
+            }
+        }
+    }
+
+    @Test
+    void shouldStopBeforeTrainingOnABrokenImageNamingIt() {
+        MainTest.Run run = train("minato", "fail");
+        assertThat(run.status()).isNotZero();
+        assertThat(run.err())
+                .contains(data.resolve("class_00/broken.jpg") + ": not an image ImageIO can read");
+        assertThat(out.resolve("minato.json")).doesNotExist();
+    }
+
+    @Test
+    void shouldRefuseWhatTheImagesWorkloadDoesNotHaveInOneLine() {
+        MainTest.Run tail =
+                MainTest.run(
+                        "train",
+                        "--workload",
+                        "images",
+                        "--data",
+                        data.toString(),
+                        "--tail",
+                        "0.05,50",
+                        "--no-web-ui");
+        assertThat(tail.status()).isEqualTo(2);
+        assertThat(tail.err()).contains("--tail is the kits19 bench knob");
+        MainTest.Run profile =
+                MainTest.run("profile", "--workload", "images", "--data", data.toString());
+        assertThat(profile.status()).isEqualTo(2);
+        assertThat(profile.err()).contains("profile breaks down the kits19 transforms only");
+        MainTest.Run workload = MainTest.run("train", "--workload", "audio");
+        assertThat(workload.status()).isEqualTo(2);
+        assertThat(workload.err()).contains("kits19", "images");
+    }
+}
