@@ -2,8 +2,17 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.image.EncodedImage;
+import io.minato.image.ImageConfig;
+import io.minato.image.ImageFolder;
+import io.minato.image.ImageTransforms;
 import io.minato.job.generate.ImageSetGenerator;
 import io.minato.json.Json;
+import io.minato.loader.SampleRecipe;
+import io.minato.spi.Workload;
+import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.ImageClassifier;
+import io.minato.trainer.TrainerSink;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,6 +20,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -147,5 +157,46 @@ class ImagesWorkloadTest {
         MainTest.Run workload = MainTest.run("train", "--workload", "audio");
         assertThat(workload.status()).isEqualTo(2);
         assertThat(workload.err()).contains("kits19", "images");
+    }
+
+    /** The README's Java API example, as written there but small: it builds and trains. */
+    @Test
+    void shouldRunTheReadmesJavaApiExample() throws Exception {
+        Path photos = out.resolve("photos");
+        ImageSetGenerator.builder()
+                .optImages(6)
+                .optClasses(3)
+                .optEdges(16, 40)
+                .build()
+                .generate(photos);
+        Workload<EncodedImage> images =
+                new Workload<>(
+                        "images",
+                        ImageFolder.scan(photos),
+                        new ImageTransforms(ImageConfig.torchvision(16)));
+        TrainerSink trainers =
+                TrainerSink.builder()
+                        .setAccelerator(
+                                new DjlAccelerator.Factory(
+                                        new DjlAccelerator.Settings(0.25, 0.002f, 0.9f, 20, 7)
+                                                .withNetwork(new ImageClassifier(3, 0.25))))
+                        .optRecipe(new SampleRecipe(images))
+                        .optTraceDir(out)
+                        .build();
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
+        LoaderJob.builder()
+                .setWorkload(images)
+                .setTrainer(trainers)
+                .optLoader(LoaderJob.Loader.minato)
+                .optEpochs(1)
+                .optBatchSize(2)
+                .optDevices(1)
+                .optWorkers(1, 1)
+                .build()
+                .build(env);
+        env.execute("readme example");
+
+        io.minato.trainer.TraceFiles.merge(out, out.resolve("trace.csv"));
+        assertThat(Files.readAllLines(out.resolve("trace.csv"))).hasSize(1 + images.size());
     }
 }
