@@ -157,16 +157,7 @@ public final class GenerateCommand implements Callable<Integer> {
                                 }
                             });
         } catch (IOException e) {
-            spec.commandLine()
-                    .getErr()
-                    .println(
-                            "generate: cannot write the dataset into "
-                                    + out
-                                    + ": "
-                                    + e.getClass().getSimpleName()
-                                    + ": "
-                                    + e.getMessage());
-            return 1;
+            return cannotWrite("the dataset", e);
         }
         long bytes = written.stream().mapToLong(KitsLikeGenerator.GeneratedCase::bytes).sum();
         stdout.printf(
@@ -200,16 +191,7 @@ public final class GenerateCommand implements Callable<Integer> {
                             .build()
                             .generate(out);
         } catch (IOException e) {
-            spec.commandLine()
-                    .getErr()
-                    .println(
-                            "generate: cannot write the images into "
-                                    + out
-                                    + ": "
-                                    + e.getClass().getSimpleName()
-                                    + ": "
-                                    + e.getMessage());
-            return 1;
+            return cannotWrite("the images", e);
         }
         long bytes = written.stream().mapToLong(ImageSetGenerator.GeneratedImage::bytes).sum();
         stdout.printf(
@@ -223,6 +205,22 @@ public final class GenerateCommand implements Callable<Integer> {
                 (System.nanoTime() - start) / 1e9);
         stdout.flush();
         return 0;
+    }
+
+    /** One line on stderr, exit status 1. */
+    private int cannotWrite(String what, IOException e) {
+        spec.commandLine()
+                .getErr()
+                .println(
+                        "generate: cannot write "
+                                + what
+                                + " into "
+                                + out
+                                + ": "
+                                + e.getClass().getSimpleName()
+                                + ": "
+                                + e.getMessage());
+        return 1;
     }
 
     private ParameterException invalid(String message) {
