@@ -10,8 +10,8 @@ import java.util.Arrays;
  * <p>Auto keeps a window of recent outcomes. A sample cut off at its deadline is censored: only
  * known to be slower than the deadline. The timeout is the (1 - share) quantile of the window with
  * censored samples counted as infinitely slow; when more than the share was cut off, that quantile
- * is unknown and the timeout grows by half. Until the window holds {@link #WARMUP} samples there is
- * no deadline, so the first estimates are uncensored.
+ * is unknown and each further cut-off widens the timeout by half (up to a minute). Until the window
+ * holds {@link #WARMUP} samples there is no deadline, so the first estimates are uncensored.
  */
 public final class TimeoutPolicy implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -22,6 +22,9 @@ public final class TimeoutPolicy implements Serializable {
 
     /** Never below this: a deadline shorter than a step boundary would send everything slow. */
     static final long MIN_NANOS = 100_000;
+
+    /** Never above this while growing: a minute is no deadline at all for one sample. */
+    static final long MAX_NANOS = 60_000_000_000L;
 
     private final long fixedNanos;
     private final long[] window = new long[WINDOW];
@@ -92,7 +95,13 @@ public final class TimeoutPolicy implements Serializable {
         long[] sorted = Arrays.copyOf(window, size);
         Arrays.sort(sorted);
         long quantile = sorted[(int) Math.min(size - 1, Math.ceil((1 - SLOW_SHARE) * size) - 1)];
-        long proposed = quantile == Long.MAX_VALUE ? current + current / 2 : quantile;
-        current = Math.max(MIN_NANOS, proposed);
+        if (quantile != Long.MAX_VALUE) {
+            current = Math.max(MIN_NANOS, quantile);
+        } else if (nanos == Long.MAX_VALUE) {
+            // Too many cut off to know the quantile: each further cut-off widens the deadline by
+            // half. A sample that finished says nothing new, and growing on those too had taken
+            // the deadline to 16 minutes in a run whose window still held a burst of cut-offs.
+            current = current > MAX_NANOS ? MAX_NANOS : Math.min(MAX_NANOS, current + current / 2);
+        }
     }
 }

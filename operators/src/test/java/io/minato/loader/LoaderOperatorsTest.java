@@ -348,6 +348,37 @@ class LoaderOperatorsTest {
         assertThat(p.timeoutNanos()).isBetween(45_000_000L, 62_000_000L);
     }
 
+    /**
+     * A burst of cut-offs leaves the window censored for a while: the deadline widens with each
+     * cut-off only, never past a minute, and settles back once the burst leaves the window.
+     */
+    @Test
+    void shouldWidenTheTimeoutOnCutOffsOnlyAndSettleAfterABurst() {
+        TimeoutPolicy p = TimeoutPolicy.parse("auto");
+        for (int i = 0; i < 100; i++) {
+            p.finished(5_000_000);
+        }
+        assertThat(p.timeoutNanos()).isEqualTo(5_000_000);
+        for (int i = 0; i < 200; i++) {
+            p.cutOff();
+            assertThat(p.timeoutNanos()).isBetween(5_000_000L, 60_000_000_000L);
+        }
+        assertThat(p.timeoutNanos()).isEqualTo(60_000_000_000L);
+        long widened = p.timeoutNanos();
+        for (int i = 0; i < 100; i++) {
+            p.finished(5_000_000);
+            if (i < 50) {
+                assertThat(p.timeoutNanos())
+                        .as("a finished sample does not widen it")
+                        .isEqualTo(widened);
+            }
+        }
+        for (int i = 0; i < 300; i++) {
+            p.finished(5_000_000);
+        }
+        assertThat(p.timeoutNanos()).isEqualTo(5_000_000);
+    }
+
     @Test
     void shouldKeepAFixedTimeoutAndRefuseABadOne() {
         TimeoutPolicy p = TimeoutPolicy.parse("25");
