@@ -9,6 +9,7 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
@@ -647,6 +648,13 @@ public final class DjlAccelerator implements Accelerator {
      */
     private NDArray images(Batch batch, NDManager scope) {
         var s = batch.samples().get(0).patch().shape();
+        Shape shape;
+        try {
+            shape = settings.network().inputShape(batch.samples().size(), s);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "batch " + batch.sequence() + " holds " + e.getMessage(), e);
+        }
         int n = Math.toIntExact(s.voxels());
         int bytes = Math.multiplyExact(Math.multiplyExact(n, batch.samples().size()), Float.BYTES);
         if (imageBuffer == null || imageBuffer.capacity() < bytes) {
@@ -661,8 +669,7 @@ public final class DjlAccelerator implements Accelerator {
             }
             floats.put(sample.patch().image());
         }
-        return scope.create(
-                b, settings.network().inputShape(batch.samples().size(), s), DataType.FLOAT32);
+        return scope.create(b, shape, DataType.FLOAT32);
     }
 
     /** The batch's targets, back to back in a reused direct buffer, as the network's labels. */

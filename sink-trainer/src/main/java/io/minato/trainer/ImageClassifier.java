@@ -20,8 +20,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * A small CNN for 2D image classification (the images workload): three stages of two 3x3
- * convolutions with ReLU and a 2x2 max pool, global average pooling and a linear layer to the
+ * A small CNN for 2D image classification (the images workload) on RGB images: three stages of two
+ * 3x3 convolutions with ReLU and a 2x2 max pool, global average pooling and a linear layer to the
  * classes; softmax cross-entropy against class indices. No batch norm: the accelerator's own update
  * applies to gradients, and batch norm's running statistics are not trained by gradients. Its
  * parameters do not depend on the image size, so any crop of at least 8 pixels trains it.
@@ -36,6 +36,9 @@ public record ImageClassifier(int classes, double width) implements Network {
 
     /** Three 2x2 pools: an input must be at least this many pixels on a side. */
     public static final int MIN_SIZE = 8;
+
+    /** Input channels: the images workload turns every image into RGB. */
+    public static final int CHANNELS = 3;
 
     public ImageClassifier {
         if (classes < 2) {
@@ -80,12 +83,28 @@ public record ImageClassifier(int classes, double width) implements Network {
 
     @Override
     public Shape initShape() {
-        return new Shape(1, 3, 32, 32);
+        return new Shape(1, CHANNELS, 32, 32);
     }
 
-    /** (N, C, H, W): a 2D sample's Shape3 is (channels, height, width). */
+    /**
+     * (N, C, H, W): a 2D sample's Shape3 is (channels, height, width).
+     *
+     * @throws IllegalArgumentException not RGB, or smaller than {@link #MIN_SIZE}
+     */
     @Override
     public Shape inputShape(int batch, Shape3 patch) {
+        if (patch.d() != CHANNELS || patch.h() < MIN_SIZE || patch.w() < MIN_SIZE) {
+            throw new IllegalArgumentException(
+                    "images of shape "
+                            + patch
+                            + " (channels x height x width); the classifier takes "
+                            + CHANNELS
+                            + " channels and at least "
+                            + MIN_SIZE
+                            + "x"
+                            + MIN_SIZE
+                            + " pixels");
+        }
         return new Shape(batch, patch.d(), patch.h(), patch.w());
     }
 

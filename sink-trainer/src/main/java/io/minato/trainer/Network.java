@@ -28,7 +28,11 @@ public interface Network extends Serializable {
     /** An input shape that initialises every parameter (their shapes must not depend on it). */
     Shape initShape();
 
-    /** The input array's shape for {@code batch} samples of input shape {@code patch}. */
+    /**
+     * The input array's shape for {@code batch} samples of input shape {@code patch}.
+     *
+     * @throws IllegalArgumentException a sample shape this network cannot take, saying why
+     */
     Shape inputShape(int batch, Shape3 patch);
 
     /**
