@@ -15,7 +15,6 @@ import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.Trainer;
-import ai.djl.util.Pair;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.trainer.gpu.DeviceSpec;
@@ -37,9 +36,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Real training on one device: the MLPerf 3D-UNet in DJL (PyTorch engine), Dice + cross-entropy,
- * SGD with momentum (PyTorch's update rule: optional weight decay and Nesterov) and a linear
- * learning-rate warm-up.
+ * Real training on one device: the settings' {@link Network} in DJL (PyTorch engine; the MLPerf
+ * 3D-UNet with Dice + cross-entropy, or an {@link ImageClassifier}), SGD with momentum (PyTorch's
+ * update rule: optional weight decay and Nesterov) and a linear learning-rate warm-up.
  *
  * <p>The step stays on the device. Parameters, gradients and momentum live there; the update is a
  * few in-place array operations per parameter, run where the parameter is. Alone (one device, or a
@@ -49,6 +48,13 @@ import org.slf4j.LoggerFactory;
  * replica then applies the same update to the same parameters, so replicas stay bit-identical.
  * Parameters and momentum reach the host only for {@link #snapshot()} (a checkpoint), so a restored
  * run continues with both.
+ *
+ * <p>Arrays a network keeps without training them, batch norm's running mean and variance, take no
+ * gradient and no update: the forward pass moves them in place. They travel with the parameters in
+ * snapshots and in the saved model. With replicas, each normalises its own batch (as DDP without
+ * SyncBatchNorm) and the statistics join the gradients' all-reduce, averaged by samples as they
+ * are: replicas stay identical, the running mean follows the global batch's mean and the running
+ * variance the replicas' average variance (DDP instead copies replica 0's statistics to all).
  */
 public final class DjlAccelerator implements Accelerator {
     private static final Logger LOG = LoggerFactory.getLogger(DjlAccelerator.class);
@@ -261,10 +267,14 @@ public final class DjlAccelerator implements Accelerator {
     private Model model;
     private Trainer trainer;
     private NDManager state; // the momentum buffers and the optimizer's constants, on the device
-    private NDArray[] velocity; // SGD momentum buffers, in parameter order
-    private int[] lengths; // values per parameter
+    private NDArray[] velocity; // SGD momentum buffers, in trainable parameter order
+    private int[] lengths; // values per trainable parameter
     private long gradientLength;
-    private NDArray[] weights; // the parameters' arrays, in parameter order
+    private NDArray[] weights; // the trainable parameters' arrays, in parameter order
+    private NDArray[] buffers; // the arrays trained by no gradient (running statistics), in order
+    private int[] bufferLengths;
+    private long bufferLength;
+    private boolean[] trainable; // per parameter of the block, in its order
     private DeviceSgd sgd;
     private ByteBuffer imageBuffer; // the batch's bytes on their way to the device, reused
     private ByteBuffer labelBuffer;
@@ -350,7 +360,7 @@ public final class DjlAccelerator implements Accelerator {
                     throw new IllegalStateException(
                             "the replica group ended during a step with data");
                 }
-                update(unflatten(average, scope), scope);
+                applyAverage(average, scope);
             }
             zeroGradients();
             // The one value that leaves the device per step; read after the update is queued.
@@ -390,7 +400,7 @@ public final class DjlAccelerator implements Accelerator {
             return false;
         }
         try (NDManager scope = trainer.getManager().newSubManager()) {
-            update(unflatten(average, scope), scope);
+            applyAverage(average, scope);
         }
         return true;
     }
@@ -410,8 +420,14 @@ public final class DjlAccelerator implements Accelerator {
                                 .optDevices(new Device[] {device}));
         trainer.initialize(network.initShape());
         List<Parameter> parameters = new ArrayList<>();
-        for (Pair<String, Parameter> p : model.getBlock().getParameters()) {
-            parameters.add(p.getValue());
+        List<Parameter> untrained = new ArrayList<>();
+        var all = model.getBlock().getParameters();
+        trainable = new boolean[all.size()];
+        for (int i = 0; i < trainable.length; i++) {
+            Parameter p = all.get(i).getValue();
+            // DJL's own flag: batch norm's running statistics say no, every weight yes.
+            trainable[i] = p.requiresGradient();
+            (trainable[i] ? parameters : untrained).add(p);
         }
         state = trainer.getManager().newSubManager();
         weights = new NDArray[parameters.size()];
@@ -423,6 +439,14 @@ public final class DjlAccelerator implements Accelerator {
             velocity[i] = state.zeros(weights[i].getShape(), DataType.FLOAT32);
             lengths[i] = Math.toIntExact(weights[i].size());
             gradientLength += lengths[i];
+        }
+        buffers = new NDArray[untrained.size()];
+        bufferLengths = new int[untrained.size()];
+        bufferLength = 0;
+        for (int i = 0; i < buffers.length; i++) {
+            buffers[i] = untrained.get(i).getArray();
+            bufferLengths[i] = Math.toIntExact(buffers[i].size());
+            bufferLength += bufferLengths[i];
         }
         sgd =
                 new DeviceSgd(
@@ -458,25 +482,36 @@ public final class DjlAccelerator implements Accelerator {
         }
     }
 
-    /** The gradients as one host vector: gathered on the device, one copy down. */
+    /**
+     * The gradients, then the running statistics, as one host vector: gathered on the device, one
+     * copy down.
+     */
     private float[] flatten(NDArray[] gradients, NDManager scope) {
-        NDList flat = new NDList(gradients.length);
+        NDList flat = new NDList(gradients.length + buffers.length);
         for (NDArray g : gradients) {
             flat.add(g.reshape(-1));
+        }
+        for (NDArray b : buffers) {
+            NDArray view = b.reshape(-1);
+            view.attach(scope); // else it would belong to the model's manager, freed only at close
+            flat.add(view);
         }
         NDArray all = NDArrays.concat(flat);
         all.attach(scope);
         return all.toFloatArray();
     }
 
-    /** The averaged host vector back on the device in one copy, as one view per parameter. */
-    private NDArray[] unflatten(float[] average, NDManager scope) {
-        if (average.length != gradientLength) {
+    /**
+     * The replicas' averaged vector back on the device in one copy: the gradients' part as the
+     * update, the running statistics' part copied over this replica's own on the device.
+     */
+    private void applyAverage(float[] average, NDManager scope) {
+        if (average.length != gradientLength + bufferLength) {
             throw new IllegalStateException(
                     "averaged gradient of "
                             + average.length
                             + " values for a model of "
-                            + gradientLength);
+                            + (gradientLength + bufferLength));
         }
         NDArray all = scope.create(average);
         NDArray[] g = new NDArray[weights.length];
@@ -487,7 +522,14 @@ public final class DjlAccelerator implements Accelerator {
                             .reshape(weights[i].getShape());
             offset += lengths[i];
         }
-        return g;
+        update(g, scope);
+        for (int i = 0; i < buffers.length; i++) {
+            NDArray mean =
+                    all.get(new NDIndex("{}:{}", offset, offset + bufferLengths[i]))
+                            .reshape(buffers[i].getShape());
+            buffers[i].set(new NDIndex("..."), mean);
+            offset += bufferLengths[i];
+        }
     }
 
     /** The next global step's update, on the device. */
@@ -520,7 +562,12 @@ public final class DjlAccelerator implements Accelerator {
         }
     }
 
-    /** Parameters and momentum, copied from the device: a checkpoint's cost, not a step's. */
+    /**
+     * Parameters and momentum, copied from the device: a checkpoint's cost, not a step's. Every
+     * array of the block in its order, each with its name and length, its values and, where it is
+     * trained, its momentum: a network without running statistics (the 3D-UNet) writes what it
+     * always did.
+     */
     private byte[] encodeState() {
         try {
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -528,13 +575,20 @@ public final class DjlAccelerator implements Accelerator {
             out.writeInt(STATE_MAGIC);
             out.writeUTF(settings.network().modelName());
             out.writeLong(step);
-            out.writeInt(weights.length);
+            out.writeInt(trainable.length);
             var named = model.getBlock().getParameters();
-            for (int i = 0; i < weights.length; i++) {
+            for (int i = 0, w = 0, b = 0; i < trainable.length; i++) {
                 out.writeUTF(named.get(i).getKey());
-                out.writeInt(lengths[i]);
-                writeFloats(out, weights[i].toFloatArray());
-                writeFloats(out, velocity[i].toFloatArray());
+                if (trainable[i]) {
+                    out.writeInt(lengths[w]);
+                    writeFloats(out, weights[w].toFloatArray());
+                    writeFloats(out, velocity[w].toFloatArray());
+                    w++;
+                } else {
+                    out.writeInt(bufferLengths[b]);
+                    writeFloats(out, buffers[b].toFloatArray());
+                    b++;
+                }
             }
             out.flush();
             return bytes.toByteArray();
@@ -560,16 +614,18 @@ public final class DjlAccelerator implements Accelerator {
             long savedStep = in.readLong();
             int n = in.readInt();
             var named = model.getBlock().getParameters();
-            if (n != weights.length) {
+            if (n != trainable.length) {
                 throw new IllegalStateException(
-                        "checkpoint has " + n + " parameters, the model " + weights.length);
+                        "checkpoint has " + n + " parameters, the model " + trainable.length);
             }
-            float[][] w = new float[n][];
-            float[][] v = new float[n][];
-            for (int i = 0; i < n; i++) {
+            float[][] w = new float[weights.length][];
+            float[][] v = new float[weights.length][];
+            float[][] b = new float[buffers.length][];
+            for (int i = 0, wi = 0, bi = 0; i < n; i++) {
                 String name = in.readUTF();
                 int length = in.readInt();
-                if (!name.equals(named.get(i).getKey()) || length != lengths[i]) {
+                int expected = trainable[i] ? lengths[wi] : bufferLengths[bi];
+                if (!name.equals(named.get(i).getKey()) || length != expected) {
                     throw new IllegalStateException(
                             "checkpoint parameter "
                                     + name
@@ -578,15 +634,22 @@ public final class DjlAccelerator implements Accelerator {
                                     + " values) where the model has "
                                     + named.get(i).getKey()
                                     + " ("
-                                    + lengths[i]
+                                    + expected
                                     + "): another width?");
                 }
-                w[i] = readFloats(in, length);
-                v[i] = readFloats(in, length);
+                if (trainable[i]) {
+                    w[wi] = readFloats(in, length);
+                    v[wi++] = readFloats(in, length);
+                } else {
+                    b[bi++] = readFloats(in, length);
+                }
             }
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < weights.length; i++) {
                 weights[i].set(w[i]);
                 velocity[i].set(v[i]);
+            }
+            for (int i = 0; i < buffers.length; i++) {
+                buffers[i].set(b[i]);
             }
             step = savedStep;
         } catch (IOException e) {

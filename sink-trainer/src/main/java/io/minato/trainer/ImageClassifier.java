@@ -20,18 +20,23 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * A small CNN for 2D image classification (the images workload) on RGB images: three stages of two
- * 3x3 convolutions with ReLU and a 2x2 max pool, global average pooling and a linear layer to the
- * classes; softmax cross-entropy against class indices. No batch norm: the accelerator's own update
- * applies to gradients, and batch norm's running statistics are not trained by gradients. Its
- * parameters do not depend on the image size, so any crop of at least 8 pixels trains it.
+ * A 2D image classifier (the images workload) on RGB images, softmax cross-entropy against class
+ * indices. Two architectures: {@link Architecture#CNN}, a small CNN (three stages of two 3x3
+ * convolutions with ReLU and a 2x2 max pool, global average pooling and a linear layer to the
+ * classes; no batch norm), and {@link Architecture#RESNET18}, torchvision's ResNet-18 (batch norm,
+ * whose running statistics the accelerator carries but does not train). Neither's parameters depend
+ * on the image size, so any crop of at least {@link #MIN_SIZE} pixels trains them.
  *
  * @param classes how many classes the images fall into
- * @param width the channel multiplier: stage k has 16 x 2^k x width channels
+ * @param width the channel multiplier: the CNN's stage k has 16 x 2^k x width channels, ResNet-18's
+ *     64 x 2^k x width
+ * @param architecture which network; null: the small CNN
  */
-public record ImageClassifier(int classes, double width) implements Network {
+public record ImageClassifier(int classes, double width, Architecture architecture)
+        implements Network {
     private static final long serialVersionUID = 1L;
 
+    /** The small CNN's saved name. */
     public static final String MODEL_NAME = "cnn2d";
 
     /** Three 2x2 pools: an input must be at least this many pixels on a side. */
@@ -40,6 +45,20 @@ public record ImageClassifier(int classes, double width) implements Network {
     /** Input channels: the images workload turns every image into RGB. */
     public static final int CHANNELS = 3;
 
+    /** The classifier's network; each saves under its own name, so neither loads the other. */
+    public enum Architecture {
+        /** The small CNN, cheap enough for a CPU. */
+        CNN(MODEL_NAME),
+        /** torchvision's ResNet-18 layout, built from DJL blocks. */
+        RESNET18("resnet18");
+
+        private final String modelName;
+
+        Architecture(String modelName) {
+            this.modelName = modelName;
+        }
+    }
+
     public ImageClassifier {
         if (classes < 2) {
             throw new IllegalArgumentException("a classifier needs >= 2 classes: " + classes);
@@ -47,15 +66,31 @@ public record ImageClassifier(int classes, double width) implements Network {
         if (!(width > 0)) {
             throw new IllegalArgumentException("width must be > 0: " + width);
         }
+        if (architecture == null) {
+            // The small CNN was the only one: what a job graph of before the choice reads back.
+            architecture = Architecture.CNN;
+        }
+    }
+
+    /** The small CNN. */
+    public ImageClassifier(int classes, double width) {
+        this(classes, width, Architecture.CNN);
     }
 
     @Override
     public String modelName() {
-        return MODEL_NAME;
+        return architecture.modelName;
     }
 
     @Override
     public Block newBlock() {
+        return switch (architecture) {
+            case CNN -> smallCnn();
+            case RESNET18 -> ResNet18.build(classes, width);
+        };
+    }
+
+    private Block smallCnn() {
         SequentialBlock net = new SequentialBlock();
         for (int stage = 0; stage < 3; stage++) {
             int channels = Math.max(1, (int) Math.round(16 * (1 << stage) * width));
