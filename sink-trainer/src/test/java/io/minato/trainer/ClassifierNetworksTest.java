@@ -10,6 +10,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.util.Pair;
+import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -35,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The image classifiers beyond {@link ImageClassifierTest}: ResNet-18 with batch norm, whose
  * running statistics the accelerator carries without training them; both classifiers as data
- * parallel replicas; and the batches and states that do not fit, each refused in one line.
+ * parallel replicas; and the batches, states and saved models that do not fit, each refused in one
+ * line.
  */
 class ClassifierNetworksTest {
     private static final Shape3 IMAGE = new Shape3(3, 16, 16);
@@ -312,6 +314,49 @@ class ClassifierNetworksTest {
             assertThatThrownBy(res::initializedState)
                     .hasMessage("the checkpoint holds a cnn2d model; this run trains resnet18");
         }
+    }
+
+    @Test
+    void shouldNameTheFolderOfAClassifierOfAnotherShapeOrArchitecture(@TempDir Path dir)
+            throws Exception {
+        try (DjlAccelerator a = new DjlAccelerator(CNN)) {
+            a.train(batch(0, 0, 2, new SplittableRandom(3)));
+            a.finish(dir, 0);
+        }
+        Path model = dir.resolve("model-device-0");
+        List<Patch> one = List.of(image(0, new SplittableRandom(4)));
+        assertThatThrownBy(
+                        () ->
+                                ClassifierEvaluation.accuracy(
+                                        model, new ImageClassifier(2, 1.0), one, Device.cpu()))
+                .isInstanceOf(BadInputException.class)
+                .hasMessageStartingWith(model + ": the saved model's ")
+                .hasMessageEndingWith("; was it trained with these classes and this --width?")
+                .hasMessageNotContaining("\n");
+        assertThatThrownBy(
+                        () ->
+                                ClassifierEvaluation.accuracy(
+                                        model, new ImageClassifier(3, 0.5), one, Device.cpu()))
+                .isInstanceOf(BadInputException.class)
+                .hasMessageContaining("was it trained with these classes");
+        assertThatThrownBy(
+                        () ->
+                                ClassifierEvaluation.accuracy(
+                                        model,
+                                        new ImageClassifier(2, 0.5, Architecture.RESNET18),
+                                        one,
+                                        Device.cpu()))
+                .isInstanceOf(BadInputException.class)
+                .hasMessage(model + ": no saved model resnet18-0000.params in this folder");
+        // The right network scores it, from any Iterable.
+        assertThat(
+                        ClassifierEvaluation.accuracy(
+                                model, new ImageClassifier(2, 0.5), one::iterator, Device.cpu()))
+                .isBetween(0.0, 1.0);
+        assertThat(
+                        ClassifierEvaluation.accuracy(
+                                model, new ImageClassifier(2, 0.5), List.of(), Device.cpu()))
+                .isNaN();
     }
 
     /** Class 1: the left half bright; class 0: the right half; noise everywhere. */
