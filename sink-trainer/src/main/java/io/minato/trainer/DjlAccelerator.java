@@ -64,6 +64,9 @@ public final class DjlAccelerator implements Accelerator {
 
     private static final int STATE_MAGIC = 0x4D4E5332; // "MNS2": names its network
 
+    /** The state before networks were named: the same layout without the name, a 3D-UNet's. */
+    private static final int UNET_STATE_MAGIC = 0x4D4E5331; // "MNS1"
+
     /**
      * Model width, optimizer and seed (the train command holds the defaults). The learning rate
      * schedule is the MLPerf reference's: a linear warm-up from {@code warmupStartLearningRate} to
@@ -600,10 +603,12 @@ public final class DjlAccelerator implements Accelerator {
     /** Checks the whole state against the model first, then copies it to the device. */
     private void decodeState(byte[] encoded) {
         try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(encoded))) {
-            if (in.readInt() != STATE_MAGIC) {
+            int magic = in.readInt();
+            if (magic != STATE_MAGIC && magic != UNET_STATE_MAGIC) {
                 throw new IllegalStateException("not a training state of this accelerator");
             }
-            String saved = in.readUTF();
+            // A run checkpointed by a build of before the name resumes (its UNet only).
+            String saved = magic == STATE_MAGIC ? in.readUTF() : Unet3dNetwork.MODEL_NAME;
             if (!saved.equals(settings.network().modelName())) {
                 throw new IllegalStateException(
                         "the checkpoint holds a "

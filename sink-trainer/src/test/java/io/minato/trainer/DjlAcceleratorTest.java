@@ -217,6 +217,36 @@ class DjlAcceleratorTest {
         }
     }
 
+    /**
+     * A run checkpointed before states named their network (magic "MNS1", no name) resumes: such a
+     * state is the 3D-UNet's, and only the UNet takes it.
+     */
+    @Test
+    void shouldResumeAUnetStateOfBeforeNetworksWereNamed() throws Exception {
+        byte[] named;
+        byte[] afterTwo;
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            a.train(batch());
+            named = a.snapshot();
+            a.train(batch());
+            afterTwo = a.snapshot();
+        }
+        // MNS2 is magic, writeUTF("unet3d") (2 + 6 bytes), then MNS1's layout.
+        java.nio.ByteBuffer old = java.nio.ByteBuffer.allocate(named.length - 8);
+        old.putInt(0x4D4E5331).put(named, 12, named.length - 12);
+        try (DjlAccelerator restored = new DjlAccelerator(SETTINGS)) {
+            restored.restore(old.array());
+            restored.train(batch());
+            assertThat(restored.snapshot()).isEqualTo(afterTwo);
+        }
+        try (DjlAccelerator classifier =
+                new DjlAccelerator(SETTINGS.withNetwork(new ImageClassifier(2, 0.5)))) {
+            classifier.restore(old.array());
+            assertThatThrownBy(classifier::initializedState)
+                    .hasMessage("the checkpoint holds a unet3d model; this run trains cnn2d");
+        }
+    }
+
     @Test
     void shouldHaveNoGpuMonitorOnTheCpuNorOnAGpuThisMachineLacks() {
         try (DjlAccelerator cpu = new DjlAccelerator(SETTINGS)) {
