@@ -244,9 +244,7 @@ public final class DataOptions {
             if (onBadSample == OnBadSample.fail) {
                 throw problems[i];
             }
-            quarantine.add(
-                    new RunReport.Quarantine(
-                            TrainingSet.relative(dir, problems[i].file()), problems[i].problem()));
+            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
             err.println("skipped: " + problems[i].getMessage());
         }
         if (train.isEmpty()) {

@@ -101,9 +101,7 @@ public final class ImageData {
             if (data.onBadSample == DataOptions.OnBadSample.fail) {
                 throw problems[i];
             }
-            quarantine.add(
-                    new RunReport.Quarantine(
-                            TrainingSet.relative(dir, problems[i].file()), problems[i].problem()));
+            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
             err.println("skipped: " + problems[i].getMessage());
         }
         if (good.isEmpty()) {

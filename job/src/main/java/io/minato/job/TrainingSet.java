@@ -4,7 +4,6 @@ import io.minato.data.CaseCache;
 import io.minato.job.report.RunReport;
 import io.minato.loader.CaseTable;
 import io.minato.spi.Workload;
-import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -56,12 +55,5 @@ record TrainingSet(
     /** What the start line calls the samples. */
     String unit() {
         return images != null ? "images (" + images.classes() + " classes)" : "cases";
-    }
-
-    /** A left-out file's path as the report gives it: relative to the data folder. */
-    static String relative(Path dir, Path file) {
-        Path abs = file.toAbsolutePath().normalize();
-        Path base = dir.toAbsolutePath().normalize();
-        return abs.startsWith(base) ? base.relativize(abs).toString() : file.toString();
     }
 }

@@ -242,16 +242,27 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
         }
     }
 
-    /** The image's bytes, read whole: an image is small next to what decoding it costs. */
+    /**
+     * The image, its file read when a step first needs its bytes (see {@link EncodedImage}); a file
+     * gone since the check is named here, as before.
+     */
     @Override
     public EncodedImage open(int index) throws BadInputException {
-        return read(images.get(index));
+        ImageFile image = images.get(index);
+        if (!Files.isRegularFile(image.file())) {
+            throw new BadInputException(image.file(), "no such file");
+        }
+        return new EncodedImage(image);
     }
 
-    /** See {@link #open(int)}. */
+    /** The image with its bytes read now. */
     public static EncodedImage read(ImageFile image) throws BadInputException {
+        return new EncodedImage(image, readBytes(image));
+    }
+
+    static byte[] readBytes(ImageFile image) throws BadInputException {
         try {
-            return new EncodedImage(image, Files.readAllBytes(image.file()));
+            return Files.readAllBytes(image.file());
         } catch (NoSuchFileException e) {
             throw new BadInputException(image.file(), "no such file", e);
         } catch (IOException e) {

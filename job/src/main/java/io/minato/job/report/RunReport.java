@@ -70,7 +70,19 @@ public final class RunReport {
     }
 
     /** An input left out of the run (its path relative to the data folder) and why. */
-    public record Quarantine(String file, String reason) implements Serializable {}
+    public record Quarantine(String file, String reason) implements Serializable {
+
+        /** What {@code problem} says of a file under {@code dataDir}. */
+        public static Quarantine of(Path dataDir, io.minato.data.BadInputException problem) {
+            Path abs = problem.file().toAbsolutePath().normalize();
+            Path base = dataDir.toAbsolutePath().normalize();
+            return new Quarantine(
+                    abs.startsWith(base)
+                            ? base.relativize(abs).toString()
+                            : problem.file().toString(),
+                    problem.problem());
+        }
+    }
 
     /** Top-1 accuracy of the trained classifier over {@code images} held-out images. */
     public record Accuracy(double top1, int images) implements Serializable {}
