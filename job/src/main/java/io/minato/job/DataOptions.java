@@ -100,11 +100,21 @@ public final class DataOptions {
             defaultValue = "true",
             fallbackValue = "true",
             description =
-                    "Remember what depends on a case's files alone (the start-up check, the"
-                            + " foreground components of the crop) in memory and on disk, so it is"
-                            + " computed once, not every epoch and run; the samples are the same"
-                            + " bytes either way (default: on).")
+                    "Remember what depends on a sample's files alone, so it is computed once, not"
+                            + " every epoch (and run): kits19's start-up check and the foreground"
+                            + " components of the crop, in memory and on disk; the images'"
+                            + " decoded pixels, in memory up to --cache-memory. The samples are"
+                            + " the same bytes either way (default: on).")
     public boolean caseCache = true;
+
+    @Option(
+            names = "--cache-memory",
+            paramLabel = "MB",
+            description =
+                    "At most this many MiB of remembered decoded images per JVM (images workload;"
+                            + " a run keeps what fits and decodes the rest every epoch; default: a"
+                            + " quarter of the heap).")
+    public Long cacheMemoryMb;
 
     @Option(
             names = "--cache-dir",
@@ -198,6 +208,24 @@ public final class DataOptions {
             return CaseCache.disabled();
         }
         return cacheDir != null ? CaseCache.at(cacheDir) : CaseCache.forData(dataDir);
+    }
+
+    /**
+     * The bound on remembered decoded images in bytes per JVM: 0 when the cache is off, null for
+     * the default (a quarter of the heap of the JVM that prepares the samples).
+     */
+    public Long memoBytes() {
+        if (!caseCache) {
+            return 0L;
+        }
+        if (cacheMemoryMb == null) {
+            return null;
+        }
+        if (cacheMemoryMb < 0) {
+            throw new IllegalArgumentException(
+                    "--cache-memory must be 0 or more MiB, not " + cacheMemoryMb);
+        }
+        return cacheMemoryMb << 20;
     }
 
     public TransformConfig transformConfig() {

@@ -43,10 +43,21 @@ public final class ImageData {
             ImageFolder train,
             List<ImageFile> held,
             List<RunReport.Quarantine> quarantine,
-            ImageConfig config) {
+            ImageConfig config,
+            Long memoBytes) {
 
+        /** The training images, their decoded pixels remembered as {@code --case-cache} says. */
         public Workload<EncodedImage> workload() {
-            return new Workload<>("images", train, new ImageTransforms(config));
+            ImageTransforms transforms = new ImageTransforms(config);
+            return new Workload<>(
+                    "images",
+                    train,
+                    memoBytes == null ? transforms : transforms.withMemoBound(memoBytes));
+        }
+
+        /** Whether decoded images are remembered at all. */
+        public boolean remembers() {
+            return memoBytes == null || memoBytes > 0;
         }
 
         public int classes() {
@@ -117,7 +128,8 @@ public final class ImageData {
                 split.train(),
                 split.eval(),
                 List.copyOf(quarantine),
-                ImageConfig.torchvision(data.patchEdge()));
+                ImageConfig.torchvision(data.patchEdge()),
+                data.memoBytes());
     }
 
     /**

@@ -46,6 +46,7 @@ final class RunArgs {
                     "--case-cache",
                     "--no-case-cache",
                     "--cache-dir",
+                    "--cache-memory",
                     "--resume");
 
     private RunArgs() {}

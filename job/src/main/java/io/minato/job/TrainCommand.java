@@ -324,6 +324,9 @@ public final class TrainCommand implements Callable<Integer> {
         requireAtLeast("--queue-depth", queueDepth, 1);
         requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
         requireAtLeast("--progress-interval", progressMillis, 0);
+        if (data.cacheMemoryMb != null) {
+            requireAtLeast("--cache-memory", data.cacheMemoryMb, 0);
+        }
         // The training runs in this process (not under flink run): web UI, memory, progress.
         boolean embedded = FlinkSetup.embedded();
         DeviceSpec dev;
@@ -493,7 +496,7 @@ public final class TrainCommand implements Callable<Integer> {
         if (detached) {
             sinkBuilder.optOnRunEnd(
                     new DetachedReport(
-                            template, report, trace, minato, timeoutPolicy, set.cache().enabled()));
+                            template, report, trace, minato, timeoutPolicy, set.remembers()));
         }
         TrainerSink sink = sinkBuilder.build();
         LoaderJob.Builder jobBuilder =
@@ -640,7 +643,7 @@ public final class TrainCommand implements Callable<Integer> {
                                 accumulators,
                                 minato,
                                 timeoutPolicy,
-                                set.cache().enabled(),
+                                set.remembers(),
                                 requested ? firstRequest : start,
                                 requested ? ManagementFactory.getRuntimeMXBean().getStartTime() : 0,
                                 processCpu / 1e9,
@@ -975,8 +978,11 @@ public final class TrainCommand implements Callable<Integer> {
         }
         Object hits = accumulators.get(CacheMetrics.HITS);
         Object misses = accumulators.get(CacheMetrics.MISSES);
+        Object bytes = accumulators.get(CacheMetrics.BYTES);
         return new RunReport.CacheCounts(
-                hits instanceof Long h ? h : 0, misses instanceof Long m ? m : 0);
+                hits instanceof Long h ? h : 0,
+                misses instanceof Long m ? m : 0,
+                bytes instanceof Long b ? b : null);
     }
 
     static Double timeoutMillis(

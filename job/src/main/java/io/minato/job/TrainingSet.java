@@ -42,6 +42,13 @@ record TrainingSet(
                 images);
     }
 
+    /**
+     * Whether the workload remembers what depends on a sample's files alone (the report's cache).
+     */
+    boolean remembers() {
+        return images != null ? images.remembers() : cache.enabled();
+    }
+
     /** Samples per epoch. */
     int train() {
         return workload.size();

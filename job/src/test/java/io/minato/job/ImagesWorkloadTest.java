@@ -48,42 +48,49 @@ class ImagesWorkloadTest {
         Files.writeString(data.resolve("class_00/broken.jpg"), "not a JPEG");
     }
 
-    private MainTest.Run train(String loader, String onBad) {
-        return MainTest.run(
-                "train",
-                "--workload",
-                "images",
-                "--data",
-                data.toString(),
-                "--loader",
-                loader,
-                "--patch",
-                "16",
-                "--epochs",
-                "2",
-                "--eval-cases",
-                "3",
-                "--workers",
-                "2",
-                "--on-bad-sample",
-                onBad,
-                "--no-web-ui",
-                "--progress-interval",
-                "0",
-                "--no-plots",
-                "--run-dir",
-                out.resolve("run-" + loader).toString(),
-                "--report",
-                out.resolve(loader + ".json").toString(),
-                "--trace",
-                out.resolve(loader + ".csv").toString());
+    private MainTest.Run train(String loader, String onBad, String... more) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of(
+                                "train",
+                                "--workload",
+                                "images",
+                                "--data",
+                                data.toString(),
+                                "--loader",
+                                loader,
+                                "--patch",
+                                "16",
+                                "--epochs",
+                                "2",
+                                "--eval-cases",
+                                "3",
+                                "--workers",
+                                "2",
+                                "--on-bad-sample",
+                                onBad,
+                                "--no-web-ui",
+                                "--progress-interval",
+                                "0",
+                                "--no-plots",
+                                "--run-dir",
+                                out.resolve("run-" + loader).toString(),
+                                "--report",
+                                out.resolve(loader + ".json").toString(),
+                                "--trace",
+                                out.resolve(loader + ".csv").toString()));
+        args.addAll(List.of(more));
+        return MainTest.run(args.toArray(String[]::new));
     }
 
     @Test
     void shouldTrainTheClassifierUnderEveryLoaderAndReportAccuracyAndTheBrokenImage()
             throws Exception {
         for (String loader : List.of("minato", "inorder", "djl")) {
-            MainTest.Run run = train(loader, "skip");
+            // DJL's loader runs without the memo of decoded images: the report says so.
+            boolean remembers = !loader.equals("djl");
+            MainTest.Run run =
+                    remembers ? train(loader, "skip") : train(loader, "skip", "--no-case-cache");
             assertThat(run.status()).as("%s: %s", loader, run.err()).isZero();
             assertThat(run.err()).contains("skipped: " + data.resolve("class_00/broken.jpg"));
 
@@ -112,6 +119,18 @@ class ImagesWorkloadTest {
                     .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
                     .containsEntry("quarantined", 1.0)
                     .containsEntry("delivered", 2.0 * train);
+            if (remembers) {
+                // Every sample looks its image up; the second epoch at the latest finds it decoded.
+                @SuppressWarnings("unchecked")
+                Map<String, Object> cache = (Map<String, Object>) r.get("case_cache");
+                double hits = (Double) cache.get("hits");
+                double misses = (Double) cache.get("misses");
+                assertThat(hits + misses).as(loader).isGreaterThanOrEqualTo(2.0 * train);
+                assertThat(hits).as(loader).isGreaterThanOrEqualTo(train);
+                assertThat((Double) cache.get("bytes")).as(loader).isPositive();
+            } else {
+                assertThat(r).containsEntry("case_cache", null);
+            }
 
             List<String> lines =
                     Files.readAllLines(out.resolve(loader + ".csv"), StandardCharsets.UTF_8);
@@ -150,6 +169,18 @@ class ImagesWorkloadTest {
                         "--no-web-ui");
         assertThat(tail.status()).isEqualTo(2);
         assertThat(tail.err()).contains("--tail is the kits19 bench knob");
+        MainTest.Run memory =
+                MainTest.run(
+                        "train",
+                        "--workload",
+                        "images",
+                        "--data",
+                        data.toString(),
+                        "--cache-memory",
+                        "-1",
+                        "--no-web-ui");
+        assertThat(memory.status()).isEqualTo(2);
+        assertThat(memory.err()).contains("--cache-memory must be >= 0, not -1");
         MainTest.Run profile =
                 MainTest.run("profile", "--workload", "images", "--data", data.toString());
         assertThat(profile.status()).isEqualTo(2);

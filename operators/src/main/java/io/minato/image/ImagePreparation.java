@@ -1,6 +1,7 @@
 package io.minato.image;
 
 import io.minato.data.BadInputException;
+import io.minato.spi.FileMemo;
 import io.minato.spi.Steps;
 import io.minato.transform.Patch;
 import io.minato.transform.PatchPool;
@@ -22,9 +23,11 @@ import javax.imageio.ImageIO;
  * patch of (3, size, size) whose target is the image's class.
  *
  * <p>The cost is mostly the decode, which grows with the image: a large JPEG is the images
- * workload's slow sample. Every random choice comes from a {@link SampleRandom} stream keyed by the
- * sample, so a preparation resumed elsewhere ends as the same bytes. Between the decode and the end
- * of the resize the state holds the decoded pixels; after, only the patch.
+ * workload's slow sample. The decoded pixels depend on the file alone, so they are remembered
+ * ({@link FileMemo}, within its memory bound) and a later epoch's sample of the same image starts
+ * at its crop. Every random choice comes from a {@link SampleRandom} stream keyed by the sample, so
+ * a preparation resumed elsewhere ends as the same bytes. Between the decode and the end of the
+ * resize the state holds the decoded pixels; after, only the patch.
  */
 public final class ImagePreparation implements Steps<EncodedImage> {
 
@@ -39,15 +42,31 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         DONE
     }
 
+    /** An image's decoded pixels, 0xRRGGBB row by row: what {@link FileMemo} keeps. */
+    public record Decoded(int width, int height, int[] rgb) {
+
+        /** What it holds in memory. */
+        public long bytes() {
+            return 4L * rgb.length + 32;
+        }
+    }
+
     private final SampleKey key;
     private final ImageConfig config;
+    private final FileMemo<Decoded> memo;
     private Step step = Step.DECODE;
     private int label;
     private int width;
     private int height;
 
-    /** Decoded pixels, 0xRRGGBB row by row; between DECODE and the end of RESIZE. */
+    /**
+     * Decoded pixels, 0xRRGGBB row by row; between DECODE and the end of RESIZE. Never written: it
+     * may be the memo's, shared by other samples of the same image.
+     */
     private int[] rgb;
+
+    /** Whether {@link #rgb} is the memo's: held by it, not by this sample. */
+    private boolean sharedPixels;
 
     /** The crop window in the decoded image: top, left, height, width. */
     private int top;
@@ -58,9 +77,10 @@ public final class ImagePreparation implements Steps<EncodedImage> {
     private Patch patch;
     private int rowCursor;
 
-    ImagePreparation(SampleKey key, ImageConfig config) {
+    ImagePreparation(SampleKey key, ImageConfig config, FileMemo<Decoded> memo) {
         this.key = Objects.requireNonNull(key);
         this.config = Objects.requireNonNull(config);
+        this.memo = Objects.requireNonNull(memo);
     }
 
     @Override
@@ -98,12 +118,20 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         }
     }
 
+    /** The image's pixels: remembered from an earlier sample of it, or decoded (and remembered). */
     private void decode(EncodedImage source) throws BadInputException {
         label = source.file().label();
-        BufferedImage image = decodeImage(source);
-        width = image.getWidth();
-        height = image.getHeight();
-        rgb = pixels(image);
+        FileMemo.Lookup<Decoded> known = memo.lookup(source.file().file());
+        Decoded decoded = known.value();
+        sharedPixels = decoded != null;
+        if (decoded == null) {
+            BufferedImage image = decodeImage(source);
+            decoded = new Decoded(image.getWidth(), image.getHeight(), pixels(image));
+            sharedPixels = known.remember(decoded);
+        }
+        width = decoded.width();
+        height = decoded.height();
+        rgb = decoded.rgb();
         step = Step.CROP;
     }
 
@@ -379,7 +407,8 @@ public final class ImagePreparation implements Steps<EncodedImage> {
 
     @Override
     public long heldBytes() {
-        return 256 + (rgb == null ? 0 : 4L * rgb.length) + (patch == null ? 0 : patch.bytes());
+        long pixels = rgb == null || sharedPixels ? 0 : 4L * rgb.length;
+        return 256 + pixels + (patch == null ? 0 : patch.bytes());
     }
 
     // ---- serialization ----
@@ -418,14 +447,15 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         }
     }
 
-    static ImagePreparation readFrom(DataInput in, ImageConfig config) throws IOException {
+    static ImagePreparation readFrom(DataInput in, ImageConfig config, FileMemo<Decoded> memo)
+            throws IOException {
         int format = in.readUnsignedByte();
         if (format != FORMAT) {
             throw new IOException("unknown image preparation state format " + format);
         }
         ImagePreparation p =
                 new ImagePreparation(
-                        new SampleKey(in.readLong(), in.readInt(), in.readLong()), config);
+                        new SampleKey(in.readLong(), in.readInt(), in.readLong()), config, memo);
         int step = in.readUnsignedByte();
         if (step >= Step.values().length) {
             throw new IOException("corrupt image preparation state: step " + step);

@@ -1,6 +1,8 @@
 package io.minato.image;
 
 import io.minato.data.BadInputException;
+import io.minato.spi.FileMemo;
+import io.minato.spi.MemoStats;
 import io.minato.spi.Steps;
 import io.minato.spi.Transforms;
 import io.minato.transform.Patch;
@@ -11,28 +13,58 @@ import java.io.DataInput;
 import java.io.IOException;
 import java.util.Objects;
 
-/** torchvision's ImageNet training transforms ({@link ImagePreparation}) as a workload's. */
+/**
+ * torchvision's ImageNet training transforms ({@link ImagePreparation}) as a workload's. Decoded
+ * images are remembered ({@value #DECODED}) up to a quarter of the heap unless told otherwise.
+ */
 public final class ImageTransforms implements Transforms<EncodedImage> {
     private static final long serialVersionUID = 1L;
 
+    /** The name of the memo of decoded images. */
+    public static final String DECODED = "images.decoded";
+
     private final ImageConfig config;
+    private final FileMemo<ImagePreparation.Decoded> decoded;
 
     public ImageTransforms(ImageConfig config) {
+        this(config, FileMemo.declare(DECODED, ImagePreparation.Decoded::bytes));
+    }
+
+    private ImageTransforms(ImageConfig config, FileMemo<ImagePreparation.Decoded> decoded) {
         this.config = Objects.requireNonNull(config, "config");
+        this.decoded = decoded;
+    }
+
+    /**
+     * The same transforms, keeping at most {@code bytes} of decoded images per JVM; 0 decodes every
+     * sample's image (the same bytes, at the decode's cost every epoch).
+     */
+    public ImageTransforms withMemoBound(long bytes) {
+        return new ImageTransforms(config, decoded.withBound(bytes));
     }
 
     public ImageConfig config() {
         return config;
     }
 
+    /** The memo of decoded images. */
+    public FileMemo<ImagePreparation.Decoded> decoded() {
+        return decoded;
+    }
+
     @Override
     public Steps<EncodedImage> start(SampleKey key) {
-        return new ImagePreparation(key, config);
+        return new ImagePreparation(key, config, decoded);
     }
 
     @Override
     public Steps<EncodedImage> read(DataInput in) throws IOException {
-        return ImagePreparation.readFrom(in, config);
+        return ImagePreparation.readFrom(in, config, decoded);
+    }
+
+    @Override
+    public MemoStats memo() {
+        return decoded.stats();
     }
 
     /**

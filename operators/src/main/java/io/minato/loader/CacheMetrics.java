@@ -20,39 +20,53 @@ public final class CacheMetrics {
     /** Lookups that did not, so the sample computed it (and remembered it). */
     public static final String MISSES = "caseCacheMisses";
 
-    /** Bytes held by this JVM's in-memory store. */
+    /**
+     * Bytes held by this JVM's in-memory stores; as an accumulator, the largest any subtask saw
+     * (every subtask of a JVM reads the same stores, so a sum would count them again).
+     */
     public static final String BYTES = "caseCacheBytes";
 
     private CacheMetrics() {}
 
     /** Registers the workload's memo counters on an operator's metric group and accumulators. */
     public static void register(RuntimeContext context, MetricGroup metrics, Workload<?> workload) {
-        MemoStats counters = workload.samples().memo();
+        MemoStats counters = workload.memo();
         metrics.gauge(HITS, counters::hits);
         metrics.gauge(MISSES, counters::misses);
         metrics.gauge(BYTES, counters::bytes);
-        context.addAccumulator(HITS, new Live(counters::hits));
-        context.addAccumulator(MISSES, new Live(counters::misses));
+        context.addAccumulator(HITS, new Live(counters::hits, false));
+        context.addAccumulator(MISSES, new Live(counters::misses, false));
+        context.addAccumulator(BYTES, new Live(counters::bytes, true));
     }
 
-    /** An accumulator that reads a live counter; merged copies hold plain sums. */
+    /**
+     * An accumulator that reads a live counter; merged copies hold plain sums, or the largest value
+     * seen.
+     */
     private static final class Live implements SimpleAccumulator<Long> {
         private static final long serialVersionUID = 1L;
         private transient LongSupplier source;
+        private final boolean max;
         private final AtomicLong merged = new AtomicLong();
 
-        Live(LongSupplier source) {
+        Live(LongSupplier source, boolean max) {
             this.source = source;
+            this.max = max;
         }
 
         @Override
         public void add(Long value) {
-            merged.addAndGet(value);
+            if (max) {
+                merged.accumulateAndGet(value, Math::max);
+            } else {
+                merged.addAndGet(value);
+            }
         }
 
         @Override
         public Long getLocalValue() {
-            return merged.get() + (source == null ? 0 : source.getAsLong());
+            long live = source == null ? 0 : source.getAsLong();
+            return max ? Math.max(merged.get(), live) : merged.get() + live;
         }
 
         @Override
@@ -63,7 +77,7 @@ public final class CacheMetrics {
 
         @Override
         public void merge(Accumulator<Long, Long> other) {
-            merged.addAndGet(other.getLocalValue());
+            add(other.getLocalValue());
         }
 
         /** Flink ships accumulators serialized: ship the current count, not the live source. */
@@ -73,7 +87,7 @@ public final class CacheMetrics {
 
         @Override
         public Live clone() {
-            Live copy = new Live(null);
+            Live copy = new Live(null, max);
             copy.merged.set(getLocalValue());
             return copy;
         }

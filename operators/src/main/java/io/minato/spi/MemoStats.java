@@ -33,4 +33,31 @@ public interface MemoStats {
 
     /** Bytes the remembered results hold in this JVM. */
     long bytes();
+
+    /** Both counts together (a sample set's and its transforms'). */
+    default MemoStats plus(MemoStats other) {
+        if (other == NONE) {
+            return this;
+        }
+        if (this == NONE) {
+            return other;
+        }
+        MemoStats self = this;
+        return new MemoStats() {
+            @Override
+            public long hits() {
+                return self.hits() + other.hits();
+            }
+
+            @Override
+            public long misses() {
+                return self.misses() + other.misses();
+            }
+
+            @Override
+            public long bytes() {
+                return self.bytes() + other.bytes();
+            }
+        };
+    }
 }

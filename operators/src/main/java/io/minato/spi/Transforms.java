@@ -18,4 +18,12 @@ public interface Transforms<S> extends Serializable {
 
     /** A state written by {@link Steps#writeTo}, to continue from. */
     Steps<S> read(DataInput in) throws IOException;
+
+    /**
+     * What these transforms remember between samples ({@link FileMemo}s), for the metrics; {@link
+     * MemoStats#NONE} if nothing.
+     */
+    default MemoStats memo() {
+        return MemoStats.NONE;
+    }
 }

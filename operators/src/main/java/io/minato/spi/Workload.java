@@ -83,6 +83,14 @@ public final class Workload<S> implements Serializable {
         return finish(start(key), index);
     }
 
+    /**
+     * What the sample set and the transforms remember between samples, together: the metrics' and
+     * the report's hits, misses and bytes.
+     */
+    public MemoStats memo() {
+        return samples.memo().plus(transforms.memo());
+    }
+
     /** See {@link SampleSet#changedWhileRead}. */
     public BadInputException changedWhileRead(int index, InternalError fault) {
         return samples.changedWhileRead(index, fault);

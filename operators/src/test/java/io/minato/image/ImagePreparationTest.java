@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.minato.data.BadInputException;
+import io.minato.spi.FileMemo;
 import io.minato.spi.Steps;
 import io.minato.transform.Patch;
 import io.minato.transform.SampleKey;
@@ -15,7 +16,12 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** torchvision's training transforms as resumable steps: values, resumption, and bad images. */
 class ImagePreparationTest {
@@ -37,8 +43,9 @@ class ImagePreparationTest {
 
     private static ImagePreparation roundTrip(Steps<EncodedImage> s, ImageConfig config)
             throws IOException {
-        return ImagePreparation.readFrom(
-                new DataInputStream(new ByteArrayInputStream(bytes(s))), config);
+        return (ImagePreparation)
+                new ImageTransforms(config)
+                        .read(new DataInputStream(new ByteArrayInputStream(bytes(s))));
     }
 
     @Test
@@ -75,6 +82,71 @@ class ImagePreparationTest {
                 assertThat(straight.result().shape()).isEqualTo(new Shape3(3, 16, 16));
                 assertThat(straight.result().classIndex()).isEqualTo(source.file().label());
                 assertThat(steps).as("the resize in slabs").isGreaterThan(8);
+            }
+        }
+    }
+
+    private static Patch finish(Steps<EncodedImage> s, EncodedImage source)
+            throws BadInputException {
+        while (!s.isDone()) {
+            s.advance(source);
+        }
+        return s.result();
+    }
+
+    /**
+     * Issue 16's bit-identity for the images: every sample is the same bytes whether its image was
+     * decoded for it (memo off, or cold) or remembered from an earlier epoch, also when the sample
+     * was cut off after any step and continued from its state's bytes.
+     */
+    @Test
+    void shouldGiveTheSameBytesWithDecodedImagesRememberedColdWarmOrNot(@TempDir Path dir)
+            throws Exception {
+        FileMemo.clear(ImageTransforms.DECODED);
+        List<ImageFile> files = new ArrayList<>();
+        String[] formats = {"png", "jpg", "bmp"};
+        for (int i = 0; i < 3; i++) {
+            Path f = dir.resolve("c/" + i + "." + formats[i]);
+            Files.createDirectories(f.getParent());
+            Files.write(f, ImageFolderTest.encode(ImageFolderTest.rgb(31 + 9 * i, 27), formats[i]));
+            files.add(new ImageFile(f.toString(), "c/" + i + "." + formats[i], i));
+        }
+        ImageTransforms off = new ImageTransforms(CONFIG).withMemoBound(0);
+        ImageTransforms memo = new ImageTransforms(CONFIG);
+        for (int epoch = 0; epoch < 3; epoch++) {
+            for (int i = 0; i < files.size(); i++) {
+                SampleKey key = new SampleKey(5, epoch, i);
+                Patch decoded = finish(off.start(key), new EncodedImage(files.get(i)));
+                Patch remembered = finish(memo.start(key), new EncodedImage(files.get(i)));
+                assertThat(remembered.sameContent(decoded))
+                        .as("epoch %d image %d", epoch, i)
+                        .isTrue();
+            }
+        }
+        assertThat(memo.memo().misses()).as("each image decoded once").isEqualTo(3);
+        assertThat(memo.memo().hits()).isEqualTo(6);
+        assertThat(memo.memo().bytes()).isGreaterThanOrEqualTo(4L * 27 * (31 + 40 + 49));
+        assertThat(off.memo().hits()).isZero();
+
+        for (int i = 0; i < files.size(); i++) {
+            SampleKey key = new SampleKey(5, 7, i);
+            Patch decoded = finish(off.start(key), new EncodedImage(files.get(i)));
+            for (int stop = 1; ; stop++) {
+                Steps<EncodedImage> cut = memo.start(key);
+                for (int s = 0; s < stop && !cut.isDone(); s++) {
+                    cut.advance(new EncodedImage(files.get(i)));
+                }
+                if (cut.isDone()) {
+                    break;
+                }
+                assertThat(cut.heldBytes())
+                        .as("pixels shared with the memo are not this sample's")
+                        .isLessThan(4L * 27 * 31);
+                Steps<EncodedImage> resumed =
+                        off.read(new DataInputStream(new ByteArrayInputStream(bytes(cut))));
+                assertThat(finish(resumed, new EncodedImage(files.get(i))).sameContent(decoded))
+                        .as("image %d cut off after step %d", i, stop)
+                        .isTrue();
             }
         }
     }

@@ -24,11 +24,13 @@ import java.util.Locale;
  * readings: {@code devices} that had readings, {@code utilization_mean_percent} the mean of their
  * mean utilisations (null when NVML reported none), {@code memory_peak_bytes} the largest peak and
  * {@code memory_total_bytes} the largest GPU's memory; null when no device had a reading (no GPU).
- * {@code "case_cache"} (after {@code "prep_ms"}) counts the preparations' lookups of remembered
- * per-case results: {@code hits}, {@code misses} (each miss scanned the case); null when the cache
- * was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}), null when
- * off. {@code "workers"} (after {@code "cpu"}) says how many preparation workers ran and whether
- * the worker scheduler paced them ({@link Workers}).
+ * {@code "case_cache"} (after {@code "prep_ms"}) counts the preparations' lookups of results that
+ * depend on a sample's files alone (kits19: the foreground components; images: the decoded pixels):
+ * {@code hits}, {@code misses} (each miss computed the result), {@code bytes} (what the in-memory
+ * stores of a TaskManager held at most, as its operators read them; null when not known); null when
+ * the cache was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}),
+ * null when off. {@code "workers"} (after {@code "cpu"}) says how many preparation workers ran and
+ * whether the worker scheduler paced them ({@link Workers}).
  */
 public final class RunReport {
 
@@ -95,8 +97,11 @@ public final class RunReport {
     public record Workers(int fast, int slow, boolean auto, Double activeMean)
             implements Serializable {}
 
-    /** Lookups of remembered per-case results over the whole job; null in the inputs: cache off. */
-    public record CacheCounts(long hits, long misses) implements Serializable {}
+    /**
+     * Lookups of remembered per-sample results over the whole job, and the bytes a JVM's stores
+     * held (null: not known); null in the inputs: cache off.
+     */
+    public record CacheCounts(long hits, long misses, Long bytes) implements Serializable {}
 
     private final Inputs in;
     private final String acceleratorKind;
@@ -355,7 +360,13 @@ public final class RunReport {
                 .append(
                         cc == null
                                 ? "null"
-                                : "{\"hits\": " + cc.hits() + ", \"misses\": " + cc.misses() + "}")
+                                : "{\"hits\": "
+                                        + cc.hits()
+                                        + ", \"misses\": "
+                                        + cc.misses()
+                                        + ", \"bytes\": "
+                                        + (cc.bytes() == null ? "null" : cc.bytes())
+                                        + "}")
                 .append(",\n");
         b.append("  \"cpu\": {\"cores\": ").append(in.cores());
         b.append(", \"process_cpu_s\": ")
