@@ -17,6 +17,7 @@ import java.util.TreeMap;
 import javax.imageio.ImageIO;
 import javax.imageio.ImageReader;
 import javax.imageio.stream.ImageInputStream;
+import javax.imageio.stream.MemoryCacheImageInputStream;
 
 /**
  * A folder of images in the usual classification layout, {@code DIR/class/image.ext}: one
@@ -207,9 +208,10 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
                 throw new BadInputException(file, "empty file");
             }
             try (InputStream in = Files.newInputStream(file);
-                    ImageInputStream iis = ImageIO.createImageInputStream(in)) {
-                Iterator<ImageReader> readers = iis == null ? null : ImageIO.getImageReaders(iis);
-                if (readers == null || !readers.hasNext()) {
+                    // Cached in memory: ImageIO's own stream would cache in a temporary file.
+                    ImageInputStream iis = new MemoryCacheImageInputStream(in)) {
+                Iterator<ImageReader> readers = ImageIO.getImageReaders(iis);
+                if (!readers.hasNext()) {
                     throw new BadInputException(file, "not an image ImageIO can read");
                 }
                 ImageReader reader = readers.next();

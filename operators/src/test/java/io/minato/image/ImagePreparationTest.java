@@ -151,6 +151,46 @@ class ImagePreparationTest {
         }
     }
 
+    /**
+     * The raster read without getRGB's colour model gives getRGB's red, green and blue for every
+     * type it is used on, also as ImageIO's readers decode PNG, JPEG and BMP files.
+     */
+    @Test
+    void shouldReadTheSameRgbAsGetRgbForEveryTypeReadFromItsRaster() throws Exception {
+        java.util.Random random = new java.util.Random(11);
+        int[] types = {
+            BufferedImage.TYPE_3BYTE_BGR,
+            BufferedImage.TYPE_4BYTE_ABGR,
+            BufferedImage.TYPE_INT_RGB,
+            BufferedImage.TYPE_INT_ARGB,
+            BufferedImage.TYPE_INT_BGR
+        };
+        List<BufferedImage> images = new ArrayList<>();
+        for (int type : types) {
+            BufferedImage img = new BufferedImage(13, 7, type);
+            for (int y = 0; y < 7; y++) {
+                for (int x = 0; x < 13; x++) {
+                    img.setRGB(x, y, random.nextInt() | 0xFF000000);
+                }
+            }
+            images.add(img);
+            for (String format : new String[] {"png", "jpg", "bmp"}) {
+                if (format.equals("png") || !img.getColorModel().hasAlpha()) {
+                    images.add(ImagePreparation.decodeImage(image(img, format, 0)));
+                }
+            }
+        }
+        for (BufferedImage img : images) {
+            int[] expected = img.getRGB(0, 0, 13, 7, null, 0, 13);
+            int[] actual = ImagePreparation.pixels(img);
+            for (int i = 0; i < expected.length; i++) {
+                assertThat(actual[i] & 0xFFFFFF)
+                        .as("type %d pixel %d", img.getType(), i)
+                        .isEqualTo(expected[i] & 0xFFFFFF);
+            }
+        }
+    }
+
     /** No crop, flip or jitter: each value is the pixel over 255, normalised. */
     @Test
     void shouldGiveThePixelsNormalisedWhenNothingRandomApplies() throws Exception {
