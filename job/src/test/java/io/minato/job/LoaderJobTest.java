@@ -6,6 +6,10 @@ import io.minato.data.CaseCache;
 import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
+import io.minato.image.ImageConfig;
+import io.minato.image.ImageFolder;
+import io.minato.image.ImageTransforms;
+import io.minato.job.generate.ImageSetGenerator;
 import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
@@ -16,6 +20,8 @@ import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.spi.FileMemo;
+import io.minato.spi.Workload;
 import io.minato.trainer.Accelerator;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.SimulatedAccelerator;
@@ -272,6 +278,62 @@ class LoaderJobTest {
         }
     }
 
+    /**
+     * The images' memo of decoded pixels (issue 16 item 4): every sample is the same bytes whether
+     * its image was decoded for it or remembered from an earlier epoch, across a failure and
+     * restore, with a 1 ms deadline so that samples cross to the slow path mid-preparation.
+     */
+    @Test
+    void shouldPrepareTheSameImagesWithDecodedPixelsRememberedOrNotAcrossAFailure(
+            @TempDir Path images) throws Exception {
+        ImageSetGenerator.builder()
+                .optImages(12)
+                .optClasses(3)
+                .optSeed(4)
+                .optEdges(16, 96)
+                .build()
+                .generate(images);
+        ImageFolder folder = ImageFolder.scan(images);
+        ImageTransforms transforms = new ImageTransforms(ImageConfig.torchvision(16));
+        int epochs = 8;
+        Path runs = run;
+        run = Files.createDirectories(runs.resolve("decoded"));
+        PATCHES.clear();
+        run(
+                new Workload<>("images", folder, transforms.withMemoBound(0)),
+                LoaderJob.Loader.minato,
+                epochs,
+                new FailOnceAfterCheckpoints(false),
+                "1",
+                false,
+                job -> {});
+        Map<String, Long> reference = Map.copyOf(PATCHES);
+        assertThat(reference).hasSize(folder.size() * epochs);
+        assertThat((Long) lastResult.getAccumulatorResult(CacheMetrics.HITS)).isZero();
+
+        run = Files.createDirectories(runs.resolve("remembered"));
+        FileMemo.clear(ImageTransforms.DECODED);
+        PATCHES.clear();
+        CHANGED.clear();
+        SNAPSHOTS.set(0);
+        FAILED.set(false);
+        run(
+                new Workload<>("images", folder, transforms),
+                LoaderJob.Loader.minato,
+                epochs,
+                new FailOnceAfterCheckpoints(true),
+                "1",
+                false,
+                job -> {});
+        assertThat(FAILED).as("the fault was injected").isTrue();
+        assertThat(CHANGED).as("samples whose bytes changed on a replay").isEmpty();
+        assertThat(PATCHES).isEqualTo(reference);
+        assertThat((Long) lastResult.getAccumulatorResult(CacheMetrics.HITS))
+                .as("later epochs found their images decoded")
+                .isGreaterThan((long) folder.size());
+        assertThat((Long) lastResult.getAccumulatorResult(CacheMetrics.BYTES)).isPositive();
+    }
+
     private static Map<Path, Long> componentEntries(Path cacheDir) throws Exception {
         Map<Path, Long> entries = new HashMap<>();
         try (var files = Files.list(cacheDir)) {
@@ -391,11 +453,29 @@ class LoaderJobTest {
             boolean scheduled,
             ThrowingConsumer<JobID> whileRunning)
             throws Exception {
-        TransformConfig transforms = TransformConfig.mlperf(16);
+        return run(
+                new CaseTable(train, cache).workload(TransformConfig.mlperf(16)),
+                loader,
+                epochs,
+                accelerator,
+                timeout,
+                scheduled,
+                whileRunning);
+    }
+
+    private RunReport run(
+            Workload<?> workload,
+            LoaderJob.Loader loader,
+            int epochs,
+            AcceleratorFactory accelerator,
+            String timeout,
+            boolean scheduled,
+            ThrowingConsumer<JobID> whileRunning)
+            throws Exception {
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         loader,
-                        new CaseTable(train, cache).workload(transforms),
+                        workload,
                         epochs,
                         SEED,
                         BATCH,
@@ -424,7 +504,7 @@ class LoaderJobTest {
         TraceFiles.merge(run, run.resolve("trace.csv"));
         return RunReport.build(
                 new RunReport.Inputs(
-                        "kits19",
+                        workload.name(),
                         loader.name(),
                         DEVICES,
                         BATCH,
@@ -432,7 +512,7 @@ class LoaderJobTest {
                         epochs,
                         SEED,
                         10,
-                        train.size(),
+                        workload.size(),
                         2,
                         List.of(),
                         start,
