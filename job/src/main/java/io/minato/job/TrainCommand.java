@@ -7,6 +7,7 @@ import io.minato.job.report.RunSampler;
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
+import io.minato.loader.PrepTimes;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TimeoutPolicy;
@@ -477,7 +478,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 minato ? fast : fast + slow,
                                 minato ? slow : 0,
                                 minato && scheduled,
-                                null));
+                                null),
+                        null);
         // `flink run -d`: no client waits for the job's accumulators, so the operators write them
         // into the run directory, and the job writes its own report (DetachedReport).
         // Application mode runs this in the JobManager, detached unless configured otherwise:
@@ -744,7 +746,17 @@ public final class TrainCommand implements Callable<Integer> {
                         w.fast(),
                         w.slow(),
                         w.auto(),
-                        w.auto() ? activeWorkersMean(accumulators) : null));
+                        w.auto() ? activeWorkersMean(accumulators) : null),
+                fetch(accumulators));
+    }
+
+    /** The loaders' time in reads of samples' files; null when no loader reported it. */
+    static RunReport.Fetch fetch(Map<String, Object> accumulators) {
+        Object wall = accumulators.get(PrepTimes.FETCH_NANOS);
+        Object cpu = accumulators.get(PrepTimes.FETCH_CPU_NANOS);
+        return wall instanceof Long w && cpu instanceof Long c
+                ? new RunReport.Fetch(w / 1e9, c / 1e9)
+                : null;
     }
 
     /** The fast workers' mean of the scheduler's active count; null when none reported it. */

@@ -15,6 +15,7 @@ import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
+import io.minato.loader.PrepTimes;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
@@ -122,6 +123,10 @@ class LoaderJobTest {
                 .contains(
                         "\"loader\": \"minato\"", "\"quarantined\": 0", "\"kind\": \"simulated\"");
         assertThat(pathsOf(trace())).containsExactlyInAnyOrder("fast", "slow");
+        // Minato holds no ready batch behind an unfinished one; the crops' reads were timed.
+        assertThat(report.headOfLineSeconds()).isZero();
+        assertThat(json).contains("\"stall\": {").doesNotContain("\"fetch_s\": null");
+        assertThat((Long) lastResult.getAccumulatorResult(PrepTimes.FETCH_NANOS)).isPositive();
     }
 
     /**
@@ -413,6 +418,7 @@ class LoaderJobTest {
         RunReport report = run(loader, epochs, new SimulatedAccelerator.Factory(5), "auto");
         checkTrace(epochs);
         assertThat(report.delivered()).isEqualTo(train.size() * epochs);
+        assertThat((Long) lastResult.getAccumulatorResult(PrepTimes.FETCH_NANOS)).isPositive();
         // Batch k holds global samples [kB, kB + B) and goes to device k % G as its step k / G.
         for (String line : trace()) {
             String[] f = line.split(",");
@@ -534,7 +540,8 @@ class LoaderJobTest {
                                         (Double)
                                                 result.getAccumulatorResult(
                                                         AugmentOperator.ACTIVE_WORKERS_MEAN))
-                                : null),
+                                : null,
+                        TrainCommand.fetch(result.getAllAccumulatorResults())),
                 run);
     }
 

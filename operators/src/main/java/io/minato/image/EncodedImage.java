@@ -1,6 +1,7 @@
 package io.minato.image;
 
 import io.minato.data.BadInputException;
+import io.minato.stats.FetchClock;
 import java.util.Objects;
 
 /**
@@ -35,7 +36,9 @@ public final class EncodedImage {
      */
     public byte[] bytes() throws BadInputException {
         if (bytes == null) {
-            bytes = ImageFolder.readBytes(file);
+            try (var read = FetchClock.read()) {
+                bytes = ImageFolder.readBytes(file);
+            }
         }
         return bytes;
     }

@@ -105,6 +105,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
             throws Exception {
         long start = System.nanoTime();
         long cpu0 = CpuClock.threadNanos();
+        PrepTimes.Mark reads = fetchMark();
         long budget = timeout.timeoutNanos();
         Steps<S> p = workload.start(task.key());
         long cpu;
@@ -118,6 +119,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
             }
         } finally {
             cpu = CpuClock.threadNanos() - cpu0;
+            fetched(reads);
             if (paced) {
                 release(cpu);
             }
@@ -138,9 +140,12 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
 
     @Override
     String[] accumulatorNames() {
-        return new String[] {
-            CacheMetrics.HITS, CacheMetrics.MISSES, TIMEOUT_MS, ACTIVE_WORKERS_MEAN
-        };
+        return PrepTimes.with(
+                CacheMetrics.HITS,
+                CacheMetrics.MISSES,
+                CacheMetrics.BYTES,
+                TIMEOUT_MS,
+                ACTIVE_WORKERS_MEAN);
     }
 
     @Override

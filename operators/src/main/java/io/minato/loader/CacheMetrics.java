@@ -2,10 +2,6 @@ package io.minato.loader;
 
 import io.minato.spi.MemoStats;
 import io.minato.spi.Workload;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongSupplier;
-import org.apache.flink.api.common.accumulators.Accumulator;
-import org.apache.flink.api.common.accumulators.SimpleAccumulator;
 import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.metrics.MetricGroup;
 
@@ -34,62 +30,8 @@ public final class CacheMetrics {
         metrics.gauge(HITS, counters::hits);
         metrics.gauge(MISSES, counters::misses);
         metrics.gauge(BYTES, counters::bytes);
-        context.addAccumulator(HITS, new Live(counters::hits, false));
-        context.addAccumulator(MISSES, new Live(counters::misses, false));
-        context.addAccumulator(BYTES, new Live(counters::bytes, true));
-    }
-
-    /**
-     * An accumulator that reads a live counter; merged copies hold plain sums, or the largest value
-     * seen.
-     */
-    private static final class Live implements SimpleAccumulator<Long> {
-        private static final long serialVersionUID = 1L;
-        private transient LongSupplier source;
-        private final boolean max;
-        private final AtomicLong merged = new AtomicLong();
-
-        Live(LongSupplier source, boolean max) {
-            this.source = source;
-            this.max = max;
-        }
-
-        @Override
-        public void add(Long value) {
-            if (max) {
-                merged.accumulateAndGet(value, Math::max);
-            } else {
-                merged.addAndGet(value);
-            }
-        }
-
-        @Override
-        public Long getLocalValue() {
-            long live = source == null ? 0 : source.getAsLong();
-            return max ? Math.max(merged.get(), live) : merged.get() + live;
-        }
-
-        @Override
-        public void resetLocal() {
-            merged.set(0);
-            source = null;
-        }
-
-        @Override
-        public void merge(Accumulator<Long, Long> other) {
-            add(other.getLocalValue());
-        }
-
-        /** Flink ships accumulators serialized: ship the current count, not the live source. */
-        private Object writeReplace() {
-            return clone();
-        }
-
-        @Override
-        public Live clone() {
-            Live copy = new Live(null, max);
-            copy.merged.set(getLocalValue());
-            return copy;
-        }
+        context.addAccumulator(HITS, LiveAccumulator.sum(counters::hits));
+        context.addAccumulator(MISSES, LiveAccumulator.sum(counters::misses));
+        context.addAccumulator(BYTES, LiveAccumulator.max(counters::bytes));
     }
 }

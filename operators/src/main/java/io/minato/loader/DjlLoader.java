@@ -76,6 +76,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient GlobalBatchState state;
     private transient Counter batchesMetric;
     private transient Counter samplesDropped;
+    private transient InOrderBatches order;
+    private transient PrepTimes prepTimes;
 
     private static final Object END = new Object();
 
@@ -110,6 +112,16 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         batchesMetric = getMetricGroup().counter("batches");
         samplesDropped = getMetricGroup().counter("samplesDropped");
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
+        prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
+        // DJL numbers the batches of each (re)start from 0.
+        order =
+                new InOrderBatches(
+                        batchSize,
+                        0,
+                        HeadOfLine.of(
+                                WorkerScheduler.key(
+                                        getRuntimeContext().getJobInfo().getJobId().toString(),
+                                        getRuntimeContext().getTaskInfo().getAttemptNumber())));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
         feed = new Feed(batchSize);
@@ -167,7 +179,12 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        AccumulatorFiles.write(getRuntimeContext(), CacheMetrics.HITS, CacheMetrics.MISSES);
+        AccumulatorFiles.write(
+                getRuntimeContext(),
+                PrepTimes.with(CacheMetrics.HITS, CacheMetrics.MISSES, CacheMetrics.BYTES));
+        if (order != null) {
+            order.close();
+        }
         if (handoff != null) {
             handoff.close();
         }
@@ -212,7 +229,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
     private void iterate() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            Dataset dataset = new Dataset(feed, workload, PREFETCH_PER_WORKER * workers);
+            Dataset dataset =
+                    new Dataset(feed, workload, PREFETCH_PER_WORKER * workers, order, prepTimes);
             FeedSampler sampler = new FeedSampler(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
             // DJL iterates a dataset of known size: its sampler must not block. So each
@@ -221,6 +239,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 for (ai.djl.training.dataset.Batch djl :
                         dataset.getData(manager, sampler, executor)) {
                     try (djl) {
+                        order.handedOut(first / batchSize);
                         handover.put(toBatch(djl, dataset, first));
                     }
                     first += batchSize;
@@ -427,11 +446,20 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         private final Feed feed;
         private final Workload<?> workload;
         private final Map<Long, Long> prepNanos = new ConcurrentHashMap<>();
+        private final InOrderBatches order;
+        private final PrepTimes prepTimes;
 
-        Dataset(Feed feed, Workload<?> workload, int prefetch) {
+        Dataset(
+                Feed feed,
+                Workload<?> workload,
+                int prefetch,
+                InOrderBatches order,
+                PrepTimes prepTimes) {
             super(new Builder(prefetch).setSampling(1, false));
             this.feed = feed;
             this.workload = workload;
+            this.order = order;
+            this.prepTimes = prepTimes;
         }
 
         SampleTask task(long index) {
@@ -447,13 +475,17 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         public Record get(NDManager manager, long index) {
             SampleTask task = feed.get(index);
             long cpu0 = CpuClock.threadNanos();
+            PrepTimes.Mark reads = PrepTimes.mark();
             Patch p;
             try {
                 p = workload.prepare(task.key(), task.caseIndex());
             } catch (BadInputException e) {
                 throw new IllegalStateException(e.getMessage(), e);
+            } finally {
+                prepTimes.add(reads);
             }
             prepNanos.put(index, CpuClock.threadNanos() - cpu0);
+            order.samplePrepared(index / feed.batchSize);
             Shape shape = new Shape(1, p.shape().d(), p.shape().h(), p.shape().w());
             NDArray image = manager.create(p.image(), shape);
             // The target's bytes as they are, dense or a class index: the trainer reads them back.

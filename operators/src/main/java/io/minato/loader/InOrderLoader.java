@@ -59,6 +59,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     private transient Counter batches;
     private transient Counter samplesDropped;
+    private transient InOrderBatches order;
+    private transient PrepTimes prepTimes;
 
     /** Written on the operator thread, read by the metric reporter. */
     private transient volatile int outstanding;
@@ -112,6 +114,15 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         samplesDropped = metrics.counter("samplesDropped");
         metrics.gauge("outstanding", () -> outstanding);
         CacheMetrics.register(getRuntimeContext(), metrics, workload);
+        prepTimes = PrepTimes.register(getRuntimeContext(), metrics);
+        order =
+                new InOrderBatches(
+                        batchSize,
+                        nextBatch,
+                        HeadOfLine.of(
+                                WorkerScheduler.key(
+                                        getRuntimeContext().getJobInfo().getJobId().toString(),
+                                        getRuntimeContext().getTaskInfo().getAttemptNumber())));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
     }
@@ -157,7 +168,12 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        AccumulatorFiles.write(getRuntimeContext(), CacheMetrics.HITS, CacheMetrics.MISSES);
+        AccumulatorFiles.write(
+                getRuntimeContext(),
+                PrepTimes.with(CacheMetrics.HITS, CacheMetrics.MISSES, CacheMetrics.BYTES));
+        if (order != null) {
+            order.close();
+        }
         if (handoff != null) {
             handoff.close();
         }
@@ -176,7 +192,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         }
         long k = nextBatch++;
         Future<List<PreparedSample>> samples =
-                pool[(int) (k % workers)].submit(() -> prepare(tasks));
+                pool[(int) (k % workers)].submit(() -> prepare(k, tasks));
         inFlight.addLast(new InFlight(k, samples));
         outstanding = inFlight.size();
         maxOutstanding = Math.max(maxOutstanding, outstanding);
@@ -211,19 +227,23 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         inFlight.removeFirst();
         outstanding = inFlight.size();
         long k = head.number();
+        order.handedOut(k);
         output.collect(new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples)));
         batches.inc();
     }
 
-    /** A worker's job: the B samples of one batch, one after the other. */
-    private List<PreparedSample> prepare(List<SampleTask> tasks)
+    /** A worker's job: the B samples of batch {@code k}, one after the other. */
+    private List<PreparedSample> prepare(long k, List<SampleTask> tasks)
             throws BadInputException, InterruptedException {
         List<PreparedSample> out = new ArrayList<>(tasks.size());
         for (SampleTask task : tasks) {
             if (Thread.interrupted()) {
                 throw new InterruptedException("in-order loader closed");
             }
+            PrepTimes.Mark mark = PrepTimes.mark();
             out.add(prepareSample(task));
+            prepTimes.add(mark);
+            order.samplePrepared(k);
         }
         return out;
     }
@@ -233,6 +253,11 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         long cpu0 = CpuClock.threadNanos();
         Patch patch = workload.prepare(task.key(), task.caseIndex());
         return new PreparedSample(task, SamplePath.FAST, CpuClock.threadNanos() - cpu0, patch);
+    }
+
+    /** Whether a prepared batch waits behind an unfinished head now (the head-of-line clock). */
+    boolean holdingBack() {
+        return order.holding();
     }
 
     /** Batches dispatched and not yet emitted. */

@@ -51,6 +51,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private transient ListState<SampleTask> waitingState;
     private transient SampleTask waiting;
     private transient List<SampleTask> recovered;
+    private transient PrepTimes prepTimes;
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
@@ -87,6 +88,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         dealer = new DeviceDealer(devices, task.getIndexOfThisSubtask());
         handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
+        prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
         if (scheduled) {
             scheduler =
                     WorkerScheduler.of(
@@ -160,6 +162,16 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         }
     }
 
+    /** The calling thread's time in reads so far: before a preparation's steps. */
+    final PrepTimes.Mark fetchMark() {
+        return PrepTimes.mark();
+    }
+
+    /** Counts the reads of the steps run since {@code mark} (the report's fetch). */
+    final void fetched(PrepTimes.Mark mark) {
+        prepTimes.add(mark);
+    }
+
     /** Whether a scheduler paces this worker. */
     final boolean paced() {
         return scheduler != null;
@@ -178,7 +190,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /** The accumulators this worker registers (written for a detached job at close). */
     String[] accumulatorNames() {
-        return new String[] {CacheMetrics.HITS, CacheMetrics.MISSES};
+        return PrepTimes.with(CacheMetrics.HITS, CacheMetrics.MISSES, CacheMetrics.BYTES);
     }
 
     @Override

@@ -91,11 +91,13 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
                 acquire(task);
             }
             long cpu0 = CpuClock.threadNanos();
+            PrepTimes.Mark reads = fetchMark();
             try {
                 p.advance(source);
             } finally {
                 long used = CpuClock.threadNanos() - cpu0;
                 cpu += used;
+                fetched(reads);
                 if (paced) {
                     release(used);
                 }

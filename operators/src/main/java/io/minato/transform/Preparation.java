@@ -1,6 +1,7 @@
 package io.minato.transform;
 
 import io.minato.spi.Steps;
+import io.minato.stats.FetchClock;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
@@ -189,7 +190,12 @@ public final class Preparation implements Steps<Volume> {
             case START -> start(volume, config);
             case SCAN -> scanSlab(volume, config);
             case PICK -> pick(volume, config);
-            case CROP -> cropSlab(volume, config);
+            case CROP -> {
+                // The crop copies the patch out of the mapped files: the sample's read (fetch).
+                try (var read = FetchClock.read()) {
+                    cropSlab(volume, config);
+                }
+            }
             case FLIP -> flip(config);
             case BRIGHTNESS -> brightness(config);
             case NOISE -> noiseSlab(config);

@@ -97,11 +97,25 @@ class InOrderLoaderTest {
                 Thread.sleep(1);
             }
             assertThat(op.readyBehindHead()).as("batch 1 ready behind batch 0").isEqualTo(1);
+            assertThat(op.holdingBack()).as("the head-of-line clock runs").isTrue();
+            HeadOfLine clock =
+                    HeadOfLine.of(
+                            WorkerScheduler.key(
+                                    op.getRuntimeContext().getJobInfo().getJobId().toString(),
+                                    op.getRuntimeContext().getTaskInfo().getAttemptNumber()));
+            long held = clock.heldNanos(System.nanoTime());
+            Thread.sleep(20);
+            assertThat(clock.heldNanos(System.nanoTime()) - held)
+                    .isGreaterThanOrEqualTo(Duration.ofMillis(20).toNanos());
             h.processElement(task(4, 0), 4);
             assertThat(h.extractOutputValues()).as("nothing overtakes batch 0").isEmpty();
             op.gate.countDown();
             h.endInput();
             assertThat(h.extractOutputValues()).extracting(Batch::sequence).containsExactly(0L, 1L);
+            assertThat(op.holdingBack()).isFalse();
+            long stopped = clock.heldNanos(System.nanoTime());
+            Thread.sleep(5);
+            assertThat(clock.heldNanos(System.nanoTime())).as("stopped").isEqualTo(stopped);
         }
     }
 

@@ -7,8 +7,10 @@ import io.minato.sample.SamplePath;
 /**
  * What one device has done so far; immutable, so that a checkpoint and the summary read a
  * consistent copy. Busy time is what the accelerator reports per step; wait time is the gaps
- * between consecutive steps (start-up before the first step is not waiting). Times of day are epoch
- * millis (0: no step yet), durations nanos.
+ * between consecutive steps (start-up before the first step is not waiting), and {@code
+ * headOfLineNanos} the part of it while a loader held a ready batch back behind an unfinished one
+ * ({@link io.minato.loader.HeadOfLine}); the rest of the wait is the workers being behind. Times of
+ * day are epoch millis (0: no step yet), durations nanos.
  *
  * <p>The first epoch (epoch 0, the one that meets every case cold) is told apart from the later
  * ones: {@code firstEpochEndMillis} is when the last step holding an epoch-0 sample ended, and
@@ -20,6 +22,7 @@ public record DeviceCounters(
         long slow,
         long busyNanos,
         long waitNanos,
+        long headOfLineNanos,
         double firstLoss,
         double lastLoss,
         long firstStepStartMillis,
@@ -28,15 +31,23 @@ public record DeviceCounters(
         long samplesAtFirstEpochEnd) {
 
     public static final DeviceCounters ZERO =
-            new DeviceCounters(0, 0, 0, 0, 0, Double.NaN, Double.NaN, 0, 0, 0, 0);
+            new DeviceCounters(0, 0, 0, 0, 0, 0, Double.NaN, Double.NaN, 0, 0, 0, 0);
 
     public long samples() {
         return fast + slow;
     }
 
-    /** These counters after one more step on {@code batch}. */
+    /**
+     * These counters after one more step on {@code batch}, which the device waited {@code
+     * waitNanos} for, {@code headOfLineNanos} of them while a ready batch was held back.
+     */
     DeviceCounters plusStep(
-            Batch batch, StepResult result, long waitNanos, long startMillis, long endMillis) {
+            Batch batch,
+            StepResult result,
+            long waitNanos,
+            long headOfLineNanos,
+            long startMillis,
+            long endMillis) {
         long f = 0;
         long s = 0;
         boolean firstEpoch = false;
@@ -54,6 +65,7 @@ public record DeviceCounters(
                 slow + s,
                 busyNanos + result.busyNanos(),
                 this.waitNanos + waitNanos,
+                this.headOfLineNanos + Math.min(Math.max(0, headOfLineNanos), waitNanos),
                 steps == 0 ? result.loss() : firstLoss,
                 result.loss(),
                 steps == 0 ? startMillis : firstStepStartMillis,

@@ -29,6 +29,7 @@ public record DeviceSummary(
         long slow,
         double busySeconds,
         double waitSeconds,
+        double headOfLineSeconds,
         double firstLoss,
         double lastLoss,
         long firstStepStartMillis,
@@ -50,6 +51,7 @@ public record DeviceSummary(
                 c.slow(),
                 c.busyNanos() / 1e9,
                 c.waitNanos() / 1e9,
+                c.headOfLineNanos() / 1e9,
                 c.firstLoss(),
                 c.lastLoss(),
                 c.firstStepStartMillis(),
@@ -81,6 +83,8 @@ public record DeviceSummary(
                 + Json.number(busySeconds)
                 + ", \"wait_s\": "
                 + Json.number(waitSeconds)
+                + ", \"head_of_line_s\": "
+                + Json.number(headOfLineSeconds)
                 + ", \"loss_first\": "
                 + Json.number(firstLoss)
                 + ", \"loss_last\": "
@@ -138,6 +142,7 @@ public record DeviceSummary(
                     Json.integer(m, "slow"),
                     Json.decimal(m, "busy_s"),
                     Json.decimal(m, "wait_s"),
+                    Json.decimal(m, "head_of_line_s"),
                     Json.decimal(m, "loss_first"),
                     Json.decimal(m, "loss_last"),
                     Json.integer(m, "first_step_start_ms"),

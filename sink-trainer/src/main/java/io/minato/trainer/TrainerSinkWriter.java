@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.loader.HeadOfLine;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
@@ -76,11 +77,14 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private IOException failure; // null: none
     // No step since start or restore: the gap before the next one is start-up, not waiting.
     private long lastStepEndNanos = -1;
+    // The loaders' head-of-line clock when the last step ended: what of a wait it was held back.
+    private long heldAtLastStepEnd;
 
     // Written under lock; volatile for metric reporters.
     private volatile DeviceCounters counters;
     private volatile int held;
     private final WorkerScheduler.Registration scheduling;
+    private final HeadOfLine headOfLine;
 
     private final Counter stepsMetric;
     private final Counter fastMetric;
@@ -192,6 +196,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
         // The worker scheduler in this JVM paces the preparation by how full the queues are.
         WorkerScheduler scheduler = WorkerScheduler.of(groupId);
+        headOfLine = HeadOfLine.of(groupId);
         scheduling = scheduler.queue(() -> held, queueDepth);
         if (outputDir != null) {
             TrainingProgress.of(outputDir).register(device, this::counters, scheduler);
@@ -481,11 +486,16 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 lock.lock();
                 try {
                     long wait = lastStepEndNanos < 0 ? 0 : start - lastStepEndNanos;
+                    long heldBack =
+                            lastStepEndNanos < 0
+                                    ? 0
+                                    : headOfLine.heldNanos(start) - heldAtLastStepEnd;
                     DeviceCounters before = counters;
                     DeviceCounters after =
-                            before.plusStep(batch, result, wait, startMillis, endMillis);
+                            before.plusStep(batch, result, wait, heldBack, startMillis, endMillis);
                     counters = after;
                     lastStepEndNanos = end;
+                    heldAtLastStepEnd = headOfLine.heldNanos(end);
                     // Metrics before the step counts as done: a drained queue shows them all.
                     stepsMetric.inc();
                     fastMetric.inc(after.fast() - before.fast());

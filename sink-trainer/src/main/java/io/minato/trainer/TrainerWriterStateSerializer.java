@@ -14,13 +14,13 @@ import org.apache.flink.core.memory.DataOutputSerializer;
  *
  * <p>Queued batches are written with the job's {@link BatchSerializer}, their samples as identities
  * only (since version 2; version 1 held the patches): the trainer prepares them again after a
- * restore. Version 3 added the first epoch's end to the counters. A change to that format needs a
- * new version here.
+ * restore. Version 3 added the first epoch's end to the counters, version 4 the head-of-line part
+ * of the wait (a version-3 state reads as none). A change to that format needs a new version here.
  */
 public final class TrainerWriterStateSerializer
         implements SimpleVersionedSerializer<TrainerWriterState> {
 
-    static final int VERSION = 3;
+    static final int VERSION = 4;
 
     @Override
     public int getVersion() {
@@ -41,6 +41,7 @@ public final class TrainerWriterStateSerializer
         out.writeLong(c.slow());
         out.writeLong(c.busyNanos());
         out.writeLong(c.waitNanos());
+        out.writeLong(c.headOfLineNanos());
         out.writeDouble(c.firstLoss());
         out.writeDouble(c.lastLoss());
         out.writeLong(c.firstStepStartMillis());
@@ -55,11 +56,11 @@ public final class TrainerWriterStateSerializer
 
     @Override
     public TrainerWriterState deserialize(int version, byte[] serialized) throws IOException {
-        if (version != VERSION) {
+        if (version != VERSION && version != 3) {
             throw new IOException(
                     "trainer sink state has format version "
                             + version
-                            + ", this build reads version "
+                            + ", this build reads versions 3 to "
                             + VERSION
                             + ": restore with the build that wrote the checkpoint");
         }
@@ -77,6 +78,7 @@ public final class TrainerWriterStateSerializer
                         in.readLong(),
                         in.readLong(),
                         in.readLong(),
+                        version >= 4 ? in.readLong() : 0,
                         in.readDouble(),
                         in.readDouble(),
                         in.readLong(),

@@ -16,15 +16,15 @@ class DeviceCountersTest {
         Batch mixed = batch(1, 0, 1, 1); // a loader running ahead: epoch 1 before epoch 0 ends
         Batch epoch1 = batch(2, 1, 1, 2);
 
-        DeviceCounters c = DeviceCounters.ZERO.plusStep(epoch0, step(), 0, 1_000, 1_100);
+        DeviceCounters c = DeviceCounters.ZERO.plusStep(epoch0, step(), 0, 0, 1_000, 1_100);
         assertThat(c.firstEpochEndMillis()).isEqualTo(1_100);
         assertThat(c.samplesAtFirstEpochEnd()).isEqualTo(2);
 
-        c = c.plusStep(mixed, step(), 0, 1_100, 1_200);
+        c = c.plusStep(mixed, step(), 0, 0, 1_100, 1_200);
         assertThat(c.firstEpochEndMillis()).isEqualTo(1_200);
         assertThat(c.samplesAtFirstEpochEnd()).isEqualTo(4);
 
-        c = c.plusStep(epoch1, step(), 0, 1_200, 1_300);
+        c = c.plusStep(epoch1, step(), 0, 0, 1_200, 1_300);
         assertThat(c.firstEpochEndMillis()).as("epoch 1 only: unchanged").isEqualTo(1_200);
         assertThat(c.samplesAtFirstEpochEnd()).isEqualTo(4);
         assertThat(c.samples()).isEqualTo(6);
@@ -33,7 +33,8 @@ class DeviceCountersTest {
 
     @Test
     void shouldLeaveTheFirstEpochUnmarkedWhenNoStepHeldOne() {
-        DeviceCounters c = DeviceCounters.ZERO.plusStep(batch(0, 1, 2, 2), step(), 0, 1_000, 1_100);
+        DeviceCounters c =
+                DeviceCounters.ZERO.plusStep(batch(0, 1, 2, 2), step(), 0, 0, 1_000, 1_100);
         assertThat(c.firstEpochEndMillis()).isZero();
         assertThat(c.samplesAtFirstEpochEnd()).isZero();
     }

@@ -26,6 +26,7 @@ class DeviceSummaryTest {
                         16,
                         12.5,
                         0.031,
+                        0.0155,
                         1.25,
                         0.0625,
                         1_760_000_000_123L,
@@ -79,7 +80,7 @@ class DeviceSummaryTest {
     void shouldNameTheFileAndTheProblemOfMalformedGpuFields() throws IOException {
         String counters =
                 "{\"device\": 0, \"accelerator\": \"gpu\", \"steps\": 1, \"samples\": 2,"
-                        + " \"fast\": 2, \"slow\": 0, \"busy_s\": 0.5, \"wait_s\": 0.0,"
+                        + " \"fast\": 2, \"slow\": 0, \"busy_s\": 0.5, \"wait_s\": 0.0, \"head_of_line_s\": 0.0,"
                         + " \"loss_first\": null, \"loss_last\": null, \"first_step_start_ms\": 1,"
                         + " \"last_step_end_ms\": 2";
         assertBad(counters + "}", "\"first_epoch_end_ms\" is missing");

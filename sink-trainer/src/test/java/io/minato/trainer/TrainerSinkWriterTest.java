@@ -7,6 +7,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import io.minato.loader.HeadOfLine;
+import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.SamplePath;
 import io.minato.trainer.TestAccelerators.Failing;
@@ -27,6 +29,7 @@ import java.util.UUID;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import org.apache.flink.api.common.JobID;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.junit.jupiter.api.AfterEach;
@@ -257,6 +260,36 @@ class TrainerSinkWriterTest {
         assertThat((Long) m.gaugeValue("busyMillis")).isGreaterThanOrEqualTo(150);
         assertThat((Long) m.gaugeValue("waitMillis")).isGreaterThanOrEqualTo(150);
         assertThat(m.gaugeValue("queueDepth")).isEqualTo(0);
+    }
+
+    /**
+     * The wait between steps is split by the job's head-of-line clock: the part while a loader held
+     * a ready batch back, and the rest, when the workers were behind.
+     */
+    @Test
+    void shouldCountTheWaitWhileALoaderHeldABatchBackAsHeadOfLine() throws Exception {
+        JobID job = new JobID();
+        FakeTrainerContext ctx = new FakeTrainerContext(0, 1, job);
+        TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(10), 2), ctx);
+        HeadOfLine clock = HeadOfLine.of(WorkerScheduler.key(job.toString(), 0));
+        Object loader = new Object();
+
+        w.write(batch(0, 0));
+        await(() -> w.counters().steps() == 1);
+        clock.hold(loader, true);
+        Thread.sleep(100);
+        clock.hold(loader, false);
+        Thread.sleep(100);
+        w.write(batch(0, 1));
+        w.flush(true);
+
+        DeviceCounters c = w.counters();
+        long ms = TimeUnit.MILLISECONDS.toNanos(1);
+        assertThat(c.headOfLineNanos()).isBetween(100 * ms, 190 * ms);
+        assertThat(c.waitNanos() - c.headOfLineNanos())
+                .as("behind")
+                .isGreaterThanOrEqualTo(100 * ms);
+        w.close();
     }
 
     @Test

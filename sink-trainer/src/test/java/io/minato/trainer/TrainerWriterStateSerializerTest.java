@@ -27,6 +27,7 @@ class TrainerWriterStateSerializerTest {
                         4,
                         123_456_789,
                         987_654,
+                        321_000,
                         0.9,
                         0.25,
                         1_700_000,
@@ -93,5 +94,30 @@ class TrainerWriterStateSerializerTest {
         assertThatThrownBy(() -> serializer.deserialize(serializer.getVersion(), longer))
                 .isInstanceOf(IOException.class)
                 .hasMessageContaining("trailing");
+    }
+
+    /**
+     * A checkpoint of the previous build (version 3) resumes: its wait had no head-of-line part.
+     */
+    @Test
+    void shouldReadAVersion3StateAsNoHeadOfLineWait() throws IOException {
+        DeviceCounters counters =
+                new DeviceCounters(5, 8, 2, 1_000, 2_000, 700, 0.5, 0.25, 10, 20, 15, 6);
+        TrainerWriterState state =
+                new TrainerWriterState(1, List.of(), counters, new byte[] {9}, 77);
+        byte[] v4 = serializer.serialize(state);
+        // Version 3 wrote the same fields without the head-of-line nanos after the wait: device,
+        // batch count, then steps, fast, slow, busy and wait (5 longs) come first.
+        int at = 4 + 4 + 5 * 8;
+        byte[] v3 = new byte[v4.length - 8];
+        System.arraycopy(v4, 0, v3, 0, at);
+        System.arraycopy(v4, at + 8, v3, at, v4.length - at - 8);
+
+        TrainerWriterState back = serializer.deserialize(3, v3);
+
+        assertThat(back.counters())
+                .isEqualTo(new DeviceCounters(5, 8, 2, 1_000, 2_000, 0, 0.5, 0.25, 10, 20, 15, 6));
+        assertThat(back.acceleratorState()).containsExactly(9);
+        assertThat(back.traceLength()).isEqualTo(77);
     }
 }

@@ -59,7 +59,10 @@ public final class BenchPlots {
             long delivered,
             double firstEpochS,
             double laterSamplesPerS,
-            double startS) {}
+            double startS,
+            double headOfLineS,
+            double behindS,
+            double fetchS) {}
 
     /** Medians over the runs of one loader at one step time. */
     public record Row(
@@ -75,7 +78,10 @@ public final class BenchPlots {
             double wallOverBound,
             double firstEpochS,
             double laterSamplesPerS,
-            double startS) {}
+            double startS,
+            double headOfLineS,
+            double behindS,
+            double fetchS) {}
 
     private final List<String> loaders;
     private final double[] steps;
@@ -118,7 +124,10 @@ public final class BenchPlots {
                                 median(g, r -> r.boundS() != 0 ? r.wallS() / r.boundS() : 0),
                                 median(g, Run::firstEpochS),
                                 median(g, Run::laterSamplesPerS),
-                                median(g, Run::startS)));
+                                median(g, Run::startS),
+                                median(g, Run::headOfLineS),
+                                median(g, Run::behindS),
+                                median(g, Run::fetchS)));
             }
         }
     }
@@ -187,7 +196,10 @@ public final class BenchPlots {
                 (long) number(m, "samples.delivered"),
                 optional(m, "first_epoch.wall_s"),
                 optional(m, "later_epochs.samples_per_s"),
-                optional(m, "start_s"));
+                optional(m, "start_s"),
+                optional(m, "stall.head_of_line_s"),
+                optional(m, "stall.behind_s"),
+                optional(m, "stall.fetch_s"));
     }
 
     /** A number that reports may lack or hold as null: NaN then. */
@@ -267,7 +279,7 @@ public final class BenchPlots {
         b.append(
                 String.format(
                         Locale.ROOT,
-                        "%7s %8s %8s %12s %7s %7s %8s %10s %9s %8s %8s%n",
+                        "%7s %8s %8s %12s %7s %7s %8s %10s %9s %8s %8s %6s %8s %7s%n",
                         "step ms",
                         "loader",
                         "wall s",
@@ -278,12 +290,15 @@ public final class BenchPlots {
                         "wall/bound",
                         "1st ep s",
                         "later/s",
-                        "start s"));
+                        "start s",
+                        "HoL s",
+                        "behind s",
+                        "fetch s"));
         for (Row r : rows) {
             b.append(
                     String.format(
                             Locale.ROOT,
-                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f %9s %8s %8s%n",
+                            "%7.0f %8s %8.2f %12s %7.1f %7.1f %8.2f %10.2f %9s %8s %8s %6s %8s %7s%n",
                             r.stepMs(),
                             r.loader(),
                             r.wallS(),
@@ -294,7 +309,10 @@ public final class BenchPlots {
                             r.wallOverBound(),
                             orDash(r.firstEpochS(), "%.2f"),
                             orDash(r.laterSamplesPerS(), "%.1f"),
-                            orDash(r.startS(), "%.2f")));
+                            orDash(r.startS(), "%.2f"),
+                            orDash(r.headOfLineS(), "%.2f"),
+                            orDash(r.behindS(), "%.2f"),
+                            orDash(r.fetchS(), "%.2f")));
         }
         return b.toString();
     }

@@ -30,7 +30,12 @@ import java.util.Locale;
  * stores of a TaskManager held at most, as its operators read them; null when not known); null when
  * the cache was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}),
  * null when off. {@code "workers"} (after {@code "cpu"}) says how many preparation workers ran and
- * whether the worker scheduler paced them ({@link Workers}).
+ * whether the worker scheduler paced them ({@link Workers}). {@code "stall"} (before {@code
+ * "case_cache"}) says where the time went, after DS-Analyzer: the devices' {@code wait_s} for
+ * batches split into {@code head_of_line_s} (a loader held a ready batch back behind an unfinished
+ * one) and {@code behind_s} (the workers were behind), and the workers' {@code fetch_s} (wall-clock
+ * seconds reading samples' files) against {@code transform_s} (the rest of the preparation's CPU
+ * seconds); the last two null when not measured.
  */
 public final class RunReport {
 
@@ -58,7 +63,8 @@ public final class RunReport {
             CacheCounts caseCache,
             DataOptions.Tail tail,
             List<RunSampler.Sample> memory,
-            Workers workers)
+            Workers workers,
+            Fetch fetch)
             implements Serializable {
 
         public Inputs {
@@ -85,6 +91,13 @@ public final class RunReport {
                     problem.problem());
         }
     }
+
+    /**
+     * The loaders' workers' time reading samples' files, summed over them: wall-clock seconds
+     * (waiting on storage included) and the CPU seconds of it (what the preparation's CPU time
+     * spent reading, not transforming).
+     */
+    public record Fetch(double seconds, double cpuSeconds) implements Serializable {}
 
     /** Top-1 accuracy of the trained classifier over {@code images} held-out images. */
     public record Accuracy(double top1, int images) implements Serializable {}
@@ -113,6 +126,7 @@ public final class RunReport {
     private final long dropped;
     private final double busyFraction;
     private final double waitSeconds;
+    private final double headOfLineSeconds;
     private final Distribution.Summary prepMs;
     private final double boundSeconds;
     private final double firstLoss;
@@ -137,6 +151,7 @@ public final class RunReport {
         long s = 0;
         double busy = 0;
         double wait = 0;
+        double held = 0;
         long epochEnd = 0;
         long atEpochEnd = 0;
         // A resumed run's devices started before this process asked for its first sample: the
@@ -156,6 +171,7 @@ public final class RunReport {
             s += d.slow();
             busy += d.busySeconds();
             wait += d.waitSeconds();
+            held += d.headOfLineSeconds();
         }
         startMillis = start;
         wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - start) / 1000.0) : 0;
@@ -169,6 +185,7 @@ public final class RunReport {
         dropped = (long) in.trainCases() * in.epochs() - samples;
         busyFraction = wallSeconds > 0 ? busy / (in.devices() * wallSeconds) : 0;
         waitSeconds = wait;
+        headOfLineSeconds = held;
         prepMs = prep.summary();
         double meanStep = totalSteps > 0 ? busy / totalSteps : 0;
         boundSeconds = Math.max(prepMs.sum() / 1000 / in.cores(), steps * meanStep);
@@ -355,6 +372,18 @@ public final class RunReport {
                                         + tail.factor()
                                         + "}")
                 .append(",\n");
+        Fetch fetch = in.fetch();
+        b.append("  \"stall\": {\"wait_s\": ")
+                .append(DeviceSummary.Json.number(waitSeconds))
+                .append(", \"head_of_line_s\": ")
+                .append(DeviceSummary.Json.number(headOfLineSeconds))
+                .append(", \"behind_s\": ")
+                .append(DeviceSummary.Json.number(behindSeconds()))
+                .append(", \"fetch_s\": ")
+                .append(fetch == null ? "null" : DeviceSummary.Json.number(fetch.seconds()))
+                .append(", \"transform_s\": ")
+                .append(fetch == null ? "null" : DeviceSummary.Json.number(transformSeconds()))
+                .append("},\n");
         CacheCounts cc = in.caseCache();
         b.append("  \"case_cache\": ")
                 .append(
@@ -506,6 +535,22 @@ public final class RunReport {
     }
 
     /** The one-line summary the train command prints. */
+    /** The devices' wait while a loader held a ready batch back behind an unfinished one. */
+    public double headOfLineSeconds() {
+        return headOfLineSeconds;
+    }
+
+    /** The rest of the devices' wait: the workers were behind. */
+    public double behindSeconds() {
+        return Math.max(0, waitSeconds - headOfLineSeconds);
+    }
+
+    /** The preparation's CPU time outside reads of samples' files; NaN when reads are unknown. */
+    public double transformSeconds() {
+        Fetch fetch = in.fetch();
+        return fetch == null ? Double.NaN : Math.max(0, prepMs.sum() / 1000 - fetch.cpuSeconds());
+    }
+
     public String summaryLine() {
         double rate = wallSeconds > 0 ? delivered / wallSeconds : 0;
         return String.format(
@@ -527,6 +572,12 @@ public final class RunReport {
                         in.timeoutMs() == null
                                 ? "none"
                                 : String.format(Locale.ROOT, "%.1f ms", in.timeoutMs()))
+                + String.format(
+                        Locale.ROOT,
+                        ", waited %.1f s (head-of-line %.1f s, behind %.1f s)",
+                        waitSeconds,
+                        headOfLineSeconds,
+                        behindSeconds())
                 + (in.dice() == null
                         ? ""
                         : String.format(

@@ -7,8 +7,10 @@ import java.util.Locale;
  * repetitions. "minato" gets slower with the step (wall 2-3 s, then 8-9 s; busy 6 %, then 85 %),
  * "inorder" faster (6-7 s, then 4-5 s; busy 10 %, then 50 %); bound_s 1 s, then 3 s. Each run's
  * first epoch takes half its wall time and holds 10 of its 40 samples (the later epochs: 30 samples
- * in the other half); start_s is 3.5 s in repetition 1 and 4.5 s in 2; the runs at 100 ms of
- * repetition 2 have no epoch and start fields, as older reports.
+ * in the other half); start_s is 3.5 s in repetition 1 and 4.5 s in 2; each waited 0.5 s, of it 0.2
+ * s times the repetition head-of-line for "inorder" and none for "minato", and fetched 0.1 s times
+ * the repetition; the runs at 100 ms of repetition 2 have no epoch, start and stall fields, as
+ * older reports.
  */
 public final class BenchFixture {
     private BenchFixture() {}
@@ -56,12 +58,21 @@ public final class BenchFixture {
                                 "\"start_s\": %s, \"first_epoch\": {\"wall_s\": %s, \"samples\":"
                                         + " 10},"
                                         + " \"later_epochs\": {\"wall_s\": %s, \"samples\": 30,"
-                                        + " \"samples_per_s\": %s}, ",
+                                        + " \"samples_per_s\": %s}, \"stall\": {\"wait_s\": 0.5,"
+                                        + " \"head_of_line_s\": %s, \"behind_s\": %s, \"fetch_s\":"
+                                        + " %s, \"transform_s\": 0.7}, ",
                                 rep == 1 ? 3.5 : 4.5,
                                 wall / 2,
                                 wall / 2,
-                                30 / (wall / 2)),
+                                30 / (wall / 2),
+                                hol(loader, rep),
+                                0.5 - hol(loader, rep),
+                                0.1 * rep),
                 stepMs,
                 rep);
+    }
+
+    private static double hol(String loader, int rep) {
+        return loader.equals("inorder") ? 0.2 * rep : 0;
     }
 }

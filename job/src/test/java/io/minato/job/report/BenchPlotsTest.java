@@ -50,11 +50,11 @@ class BenchPlotsTest {
                 .isEqualTo(
                         """
                         medians of 2 run(s)
-                        step ms   loader   wall s    (min-max)  busy %  slow %  bound s wall/bound  1st ep s  later/s  start s
-                              0   minato     2.50    2.00-3.00     6.0    10.0     1.00       2.50      1.25     25.0     4.00
-                              0  inorder     6.50    6.00-7.00    10.0     0.0     1.00       6.50      3.25      9.3     4.00
-                            100   minato     8.50    8.00-9.00    85.0    10.0     3.00       2.83      4.00      7.5     3.50
-                            100  inorder     4.50    4.00-5.00    50.0     0.0     3.00       1.50      2.00     15.0     3.50
+                        step ms   loader   wall s    (min-max)  busy %  slow %  bound s wall/bound  1st ep s  later/s  start s  HoL s behind s fetch s
+                              0   minato     2.50    2.00-3.00     6.0    10.0     1.00       2.50      1.25     25.0     4.00   0.00     0.50    0.15
+                              0  inorder     6.50    6.00-7.00    10.0     0.0     1.00       6.50      3.25      9.3     4.00   0.30     0.20    0.15
+                            100   minato     8.50    8.00-9.00    85.0    10.0     3.00       2.83      4.00      7.5     3.50   0.00     0.50    0.10
+                            100  inorder     4.50    4.00-5.00    50.0     0.0     3.00       1.50      2.00     15.0     3.50   0.20     0.30    0.10
                         """);
     }
 

@@ -43,6 +43,56 @@ class RunReportTest {
     }
 
     @Test
+    void shouldSplitTheWaitIntoHeadOfLineAndBehindAndTheWorkersTimeIntoFetchAndTransform()
+            throws IOException {
+        DeviceSummary.of(
+                        0,
+                        "cpu",
+                        new DeviceCounters(
+                                3,
+                                4,
+                                2,
+                                3_000_000_000L,
+                                2_000_000_000L,
+                                500_000_000L,
+                                1.0,
+                                0.5,
+                                1_000,
+                                4_000,
+                                2_000,
+                                4),
+                        null)
+                .write(run);
+        DeviceSummary.of(
+                        1,
+                        "cpu",
+                        new DeviceCounters(
+                                3,
+                                4,
+                                2,
+                                3_000_000_000L,
+                                1_000_000_000L,
+                                0,
+                                1.0,
+                                0.5,
+                                1_000,
+                                4_000,
+                                2_000,
+                                4),
+                        null)
+                .write(run);
+
+        RunReport r = report(2);
+
+        assertThat(r.toJson())
+                .contains(
+                        "  \"stall\": {\"wait_s\": 3.0, \"head_of_line_s\": 0.5, \"behind_s\":"
+                                + " 2.5, \"fetch_s\": 0.5, \"transform_s\": ");
+        assertThat(r.behindSeconds()).isEqualTo(2.5);
+        assertThat(r.summaryLine()).contains("waited 3.0 s (head-of-line 0.5 s, behind 2.5 s)");
+    }
+
+    @Test
     void shouldCountOnlyDevicesWithReadingsAndLeaveUnreportedUtilisationOutOfTheMean()
             throws IOException {
         summary(0, new GpuStats(4, Double.NaN, 2 * GIB, 40 * GIB)); // a MIG instance
@@ -163,7 +213,18 @@ class RunReportTest {
 
     private static DeviceCounters counters(long firstEpochEnd, long samplesByThen) {
         return new DeviceCounters(
-                3, 4, 2, 3_000_000_000L, 0, 1.0, 0.5, 1_000, 4_000, firstEpochEnd, samplesByThen);
+                3,
+                4,
+                2,
+                3_000_000_000L,
+                0,
+                0,
+                1.0,
+                0.5,
+                1_000,
+                4_000,
+                firstEpochEnd,
+                samplesByThen);
     }
 
     private void summary(int device, GpuStats gpu) throws IOException {
@@ -262,7 +323,8 @@ class RunReportTest {
                         null,
                         null,
                         memory,
-                        new RunReport.Workers(2, 2, true, 1.754)),
+                        new RunReport.Workers(2, 2, true, 1.754),
+                        new RunReport.Fetch(0.5, 0.25)),
                 run);
     }
 }
