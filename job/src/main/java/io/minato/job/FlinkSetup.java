@@ -206,7 +206,7 @@ public final class FlinkSetup {
                 "port "
                         + port
                         + " on localhost is taken (another run's web UI?): give --rest-port N"
-                        + " for another port, or --no-web-ui");
+                        + " for another port (0 picks a free one), or --no-web-ui");
     }
 
     /**

@@ -46,7 +46,8 @@ final class OutputPaths {
     }
 
     /**
-     * Creates the run directory.
+     * Creates the run directory, or makes sure an existing one takes files (a folder that exists
+     * but cannot be written would fail at the run's first file, with Java's trace).
      *
      * @throws IllegalArgumentException in one line naming the path and the problem
      */
@@ -56,6 +57,12 @@ final class OutputPaths {
         } catch (IOException e) {
             throw new IllegalArgumentException(
                     "--run-dir " + dir + ": cannot create it (" + reason(e) + ")");
+        }
+        try {
+            Files.delete(Files.createTempFile(dir, ".minato-write-check", ".tmp"));
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    "--run-dir " + dir + ": cannot write there (" + reason(e) + ")");
         }
     }
 

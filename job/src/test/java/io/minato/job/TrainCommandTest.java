@@ -359,6 +359,7 @@ class TrainCommandTest {
             assertThat(refused.err())
                     .contains("port " + port + " on localhost is taken")
                     .contains("--rest-port N")
+                    .contains("0 picks a free one")
                     .contains("--no-web-ui")
                     .doesNotContain("Exception");
             assertThat(out.resolve("refused")).doesNotExist();
@@ -422,6 +423,8 @@ class TrainCommandTest {
                 file.toString(),
                 "--run-dir " + file + ": cannot create it (a file is in the way: " + file + ")"
             },
+            // A folder that exists but takes no files, even for root.
+            {"--run-dir", "/proc", "--run-dir /proc: cannot write there ("},
         };
         for (String[] c : cases) {
             List<String> args =

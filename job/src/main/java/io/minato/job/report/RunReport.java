@@ -34,8 +34,9 @@ import java.util.Locale;
  * "case_cache"}) says where the time went, after DS-Analyzer: the devices' {@code wait_s} for
  * batches split into {@code head_of_line_s} (a loader held a ready batch back behind an unfinished
  * one) and {@code behind_s} (the workers were behind), and the workers' {@code fetch_s} (wall-clock
- * seconds reading samples' files) against {@code transform_s} (the rest of the preparation's CPU
- * seconds); the last two null when not measured.
+ * seconds reading samples' files, waiting for the disk or a core included; {@code fetch_cpu_s} the
+ * CPU part) against {@code transform_s} (the rest of the preparation's CPU seconds); the last three
+ * null when not measured.
  */
 public final class RunReport {
 
@@ -381,6 +382,8 @@ public final class RunReport {
                 .append(DeviceSummary.Json.number(behindSeconds()))
                 .append(", \"fetch_s\": ")
                 .append(fetch == null ? "null" : DeviceSummary.Json.number(fetch.seconds()))
+                .append(", \"fetch_cpu_s\": ")
+                .append(fetch == null ? "null" : DeviceSummary.Json.number(fetch.cpuSeconds()))
                 .append(", \"transform_s\": ")
                 .append(fetch == null ? "null" : DeviceSummary.Json.number(transformSeconds()))
                 .append("},\n");

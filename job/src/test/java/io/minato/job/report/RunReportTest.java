@@ -87,7 +87,7 @@ class RunReportTest {
         assertThat(r.toJson())
                 .contains(
                         "  \"stall\": {\"wait_s\": 3.0, \"head_of_line_s\": 0.5, \"behind_s\":"
-                                + " 2.5, \"fetch_s\": 0.5, \"transform_s\": ");
+                                + " 2.5, \"fetch_s\": 0.5, \"fetch_cpu_s\": 0.25, \"transform_s\": ");
         assertThat(r.behindSeconds()).isEqualTo(2.5);
         assertThat(r.summaryLine()).contains("waited 3.0 s (head-of-line 0.5 s, behind 2.5 s)");
     }
