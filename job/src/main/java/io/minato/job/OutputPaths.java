@@ -5,6 +5,7 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 
@@ -62,7 +63,11 @@ final class OutputPaths {
             Files.delete(Files.createTempFile(dir, ".minato-write-check", ".tmp"));
         } catch (IOException e) {
             throw new IllegalArgumentException(
-                    "--run-dir " + dir + ": cannot write there (" + reason(e) + ")");
+                    "--run-dir "
+                            + dir
+                            + ": cannot write there; the folder takes no new files ("
+                            + reason(e)
+                            + ")");
         }
     }
 
@@ -85,6 +90,9 @@ final class OutputPaths {
         }
         if (e instanceof AccessDeniedException a) {
             return "permission denied: " + a.getFile();
+        }
+        if (e instanceof NoSuchFileException n) {
+            return "no such file or folder: " + n.getFile();
         }
         if (e instanceof FileSystemException f && f.getReason() != null) {
             return f.getReason() + ": " + f.getFile();

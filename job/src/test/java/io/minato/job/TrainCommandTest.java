@@ -424,7 +424,11 @@ class TrainCommandTest {
                 "--run-dir " + file + ": cannot create it (a file is in the way: " + file + ")"
             },
             // A folder that exists but takes no files, even for root.
-            {"--run-dir", "/proc", "--run-dir /proc: cannot write there ("},
+            {
+                "--run-dir",
+                "/proc",
+                "--run-dir /proc: cannot write there; the folder takes no new files"
+            },
         };
         for (String[] c : cases) {
             List<String> args =
