@@ -91,6 +91,12 @@ class LoaderJobTest {
     private static final AtomicLong SNAPSHOT_IDS = new AtomicLong();
     private static final List<Long> RESTORED = new CopyOnWriteArrayList<>();
 
+    /** Device 0's steps trained in all (replays included), by snapshot and at each failure. */
+    private static final AtomicLong DEVICE0_STEPS = new AtomicLong();
+
+    private static final Map<Long, Long> SNAPSHOT_AT_STEP = new ConcurrentHashMap<>();
+    private static final List<Long> FAILED_AT_STEP = new CopyOnWriteArrayList<>();
+
     /** Every trained sample's bytes (CRC32) by "epoch,index", and pairs seen with two values. */
     private static final Map<String, Long> PATCHES = new ConcurrentHashMap<>();
 
@@ -203,6 +209,9 @@ class LoaderJobTest {
     void shouldCheckpointAgainAfterEachOfThreeRecoveriesAndDeliverExactlyOnce() throws Exception {
         FAILURES.set(0);
         RESTORED.clear();
+        DEVICE0_STEPS.set(0);
+        SNAPSHOT_AT_STEP.clear();
+        FAILED_AT_STEP.clear();
         int epochs = 60; // 120 steps of 25 ms per device: room for three failures
         RunReport report =
                 run(LoaderJob.Loader.minato, epochs, new FailThriceAfterCheckpoints(), "auto");
@@ -212,6 +221,17 @@ class LoaderJobTest {
                 .hasSize(3)
                 .isSorted()
                 .doesNotHaveDuplicates();
+        // The work each failure threw away is at most one checkpoint interval: the steps after the
+        // restored snapshot are no more than those between it and the next snapshot, plus the
+        // one in hand.
+        for (int k = 0; k < 3; k++) {
+            long restored = RESTORED.get(k);
+            long from = SNAPSHOT_AT_STEP.get(restored);
+            long interval = SNAPSHOT_AT_STEP.getOrDefault(restored + 1, from) - from;
+            assertThat(FAILED_AT_STEP.get(k) - from)
+                    .as("steps replayed after failure %d (restored snapshot %d)", k + 1, restored)
+                    .isLessThanOrEqualTo(interval + 1);
+        }
         assertThat(checkTrace(epochs)).hasSize(train.size() * epochs);
         assertThat(report.delivered()).isEqualTo(train.size() * epochs);
     }
@@ -610,7 +630,11 @@ class LoaderJobTest {
                 public StepResult train(Batch batch) throws Exception {
                     if (device == 0 && snapshotsHere >= 2 && FAILURES.get() < 3) {
                         FAILURES.incrementAndGet();
+                        FAILED_AT_STEP.add(DEVICE0_STEPS.get());
                         throw new IllegalStateException("injected device fault");
+                    }
+                    if (device == 0) {
+                        DEVICE0_STEPS.incrementAndGet();
                     }
                     return step.train(batch);
                 }
@@ -626,7 +650,9 @@ class LoaderJobTest {
                         return new byte[0];
                     }
                     snapshotsHere++;
-                    return ByteBuffer.allocate(8).putLong(SNAPSHOT_IDS.incrementAndGet()).array();
+                    long id = SNAPSHOT_IDS.incrementAndGet();
+                    SNAPSHOT_AT_STEP.put(id, DEVICE0_STEPS.get());
+                    return ByteBuffer.allocate(8).putLong(id).array();
                 }
 
                 @Override
