@@ -79,12 +79,39 @@ public final class Main {
                         commandLine.getErr().println("error: " + badInput);
                         return EXIT_BAD_INPUT;
                     }
+                    String log = System.getProperty(RunLog.PROPERTY);
+                    if (restartsExhausted(e) && log != null) {
+                        // Failures in a row past --restart-attempts: what failed, in one line;
+                        // the trace goes to the run's log (a logger outside io.minato: file only).
+                        org.slf4j.LoggerFactory.getLogger("minato.failure")
+                                .error("the job failed and its restarts ran out", e);
+                        commandLine
+                                .getErr()
+                                .println(
+                                        "error: the job failed again after its restarts"
+                                                + " (--restart-attempts): "
+                                                + rootCause(e)
+                                                + "; the whole trace is in "
+                                                + log);
+                        return 1;
+                    }
                     // The trace helps whoever debugs; the last line says what happened.
                     e.printStackTrace(commandLine.getErr());
                     commandLine.getErr().println("error: " + rootCause(e));
                     return 1;
                 });
         return cli.execute(args);
+    }
+
+    /** Whether Flink gave up on the job: its restart strategy allowed no more restarts. */
+    static boolean restartsExhausted(Throwable e) {
+        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+            String m = t.getMessage();
+            if (m != null && m.contains("Recovery is suppressed by")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

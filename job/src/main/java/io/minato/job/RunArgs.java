@@ -43,6 +43,7 @@ final class RunArgs {
                     "--timeout",
                     "--queue-depth",
                     "--checkpoint-interval",
+                    "--restart-attempts",
                     "--case-cache",
                     "--no-case-cache",
                     "--cache-dir",

@@ -226,6 +226,15 @@ public final class TrainCommand implements Callable<Integer> {
     long checkpointMillis = 2000;
 
     @Option(
+            names = "--restart-attempts",
+            paramLabel = "N",
+            description =
+                    "Failures in a row the job recovers from (restarting after 0.5 s, doubling to"
+                            + " 10 s); a minute without one starts the count again, so failures far"
+                            + " apart never stop a long run; 0: none (default: ${DEFAULT-VALUE}).")
+    int restartAttempts = 3;
+
+    @Option(
             names = "--web-ui",
             negatable = true,
             // Both default and fallback true: picocli then reads --no-web-ui as false (without
@@ -324,6 +333,7 @@ public final class TrainCommand implements Callable<Integer> {
         requireAtLeast("--slow-workers", slow, 1);
         requireAtLeast("--queue-depth", queueDepth, 1);
         requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
+        requireAtLeast("--restart-attempts", restartAttempts, 0);
         requireAtLeast("--progress-interval", progressMillis, 0);
         if (data.cacheMemoryMb != null) {
             requireAtLeast("--cache-memory", data.cacheMemoryMb, 0);
@@ -519,7 +529,8 @@ public final class TrainCommand implements Callable<Integer> {
         int slots = Math.max(Math.max(fast, slow), dev.devices().size());
         Path flinkTmp = Files.createDirectories(run.resolve("tmp"));
         Configuration job =
-                FlinkSetup.jobConfiguration(run, Duration.ofMillis(checkpointMillis), 3);
+                FlinkSetup.jobConfiguration(
+                        run, Duration.ofMillis(checkpointMillis), restartAttempts);
         if (restoreFrom != null) {
             job.setString("execution.state-recovery.path", restoreFrom.toAbsolutePath().toString());
         }

@@ -109,6 +109,22 @@ class MainTest {
                 .isNull();
     }
 
+    /** Flink's word for a job whose restart strategy allows no more restarts, however wrapped. */
+    @Test
+    void shouldTellAJobWhoseRestartsRanOutFromOtherFailures() {
+        Exception exhausted =
+                new RuntimeException(
+                        "Job execution failed.",
+                        new org.apache.flink.runtime.JobException(
+                                "Recovery is suppressed by"
+                                        + " ExponentialDelayRestartBackoffTimeStrategy(...)",
+                                new org.apache.flink.util.SerializedThrowable(
+                                        new IllegalStateException("injected device fault"))));
+        assertThat(Main.restartsExhausted(exhausted)).isTrue();
+        assertThat(Main.restartsExhausted(new RuntimeException("x", new IllegalStateException())))
+                .isFalse();
+    }
+
     /** Every command's help formats cleanly (an unescaped '%' once made picocli warn). */
     @Test
     void shouldPrintEveryHelpWithoutAWarning() {
@@ -284,6 +300,7 @@ class MainTest {
             {"--workers", "many", "--workers must be auto or a number, not 'many'"},
             {"--queue-depth", "0", "--queue-depth must be >= 1, not 0"},
             {"--checkpoint-interval", "5", "--checkpoint-interval must be >= 10, not 5"},
+            {"--restart-attempts", "-1", "--restart-attempts must be >= 0, not -1"},
             {"--progress-interval", "-1", "--progress-interval must be >= 0, not -1"},
             {"--metrics-port", "70000", "--metrics-port must be a port (0-65535), not 70000"},
         };
