@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.job.report.RunPlots;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.TimeoutPolicy;
@@ -9,6 +10,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,11 +21,13 @@ import org.slf4j.LoggerFactory;
  * TrainerSink.RunEnd}) reads the accumulators the operators wrote into the run directory as they
  * closed ({@link AccumulatorFiles}), and the trainers' summaries and traces there, and writes
  * {@code RUN/report.json} (and {@code --report}), the merged trace ({@code --trace}, else {@code
- * RUN/trace.csv}) and {@code RUN/summary.txt}, the line an attached client prints. What only a
- * client has is absent: the Dice of held-out cases (none are evaluated; {@code scripts/run
- * evaluate} does it from the saved model), the client's CPU and memory readings. A report that
- * cannot be written leaves its reason in {@code RUN/report-error.txt} and the TaskManager's log; a
- * failed or cancelled job writes none (its checkpoints stay for {@code --resume}).
+ * RUN/trace.csv}), {@code RUN/summary.txt}, the line an attached client prints, and the plot of the
+ * preparation times ({@code prep-times.png}, unless {@code --no-plots}). What only a client has is
+ * absent (the plot of busy and CPU over time needs its readings): the Dice of held-out cases (none
+ * are evaluated; {@code scripts/run evaluate} does it from the saved model), the client's CPU and
+ * memory readings. A report that cannot be written leaves its reason in {@code
+ * RUN/report-error.txt} and the TaskManager's log; a failed or cancelled job writes none (its
+ * checkpoints stay for {@code --resume}).
  *
  * <p>Not a Flink {@code JobStatusHook}: the JobManager deserializes those with its own classpath
  * when a job is submitted, and this class comes in the job's jar (seen: "Failed to deserialize
@@ -42,6 +46,7 @@ final class DetachedReport implements TrainerSink.RunEnd {
     private final boolean minato;
     private final TimeoutPolicy timeout;
     private final boolean cacheEnabled;
+    private final boolean plots;
 
     /**
      * @param template the report's inputs that the submitting client knows; those that come from
@@ -55,13 +60,15 @@ final class DetachedReport implements TrainerSink.RunEnd {
             Path trace,
             boolean minato,
             TimeoutPolicy timeout,
-            boolean cacheEnabled) {
+            boolean cacheEnabled,
+            boolean plots) {
         this.template = template;
         this.report = report == null ? null : report.toAbsolutePath().toString();
         this.trace = trace == null ? null : trace.toAbsolutePath().toString();
         this.minato = minato;
         this.timeout = timeout;
         this.cacheEnabled = cacheEnabled;
+        this.plots = plots;
     }
 
     @Override
@@ -91,6 +98,20 @@ final class DetachedReport implements TrainerSink.RunEnd {
             r.write(Path.of(report));
         }
         TraceFiles.merge(dir, trace != null ? Path.of(trace) : dir.resolve("trace.csv"));
+        // Before the summary, which is what a follower of the run waits for.
+        if (plots) {
+            try {
+                RunPlots.write(
+                        dir,
+                        List.of(),
+                        template.devices(),
+                        Runtime.getRuntime().availableProcessors(),
+                        TraceFiles.prepMillisByPath(dir));
+            } catch (IOException | RuntimeException | LinkageError e) {
+                // A TaskManager without fonts, say: the report stands without its plot.
+                LOG.warn("no plots of the run in {}: {}", dir, e.toString());
+            }
+        }
         Files.writeString(
                 dir.resolve("summary.txt"), r.summaryLine() + "\n", StandardCharsets.UTF_8);
         RunArgs.finished(dir);

@@ -508,7 +508,13 @@ public final class TrainCommand implements Callable<Integer> {
         if (detached) {
             sinkBuilder.optOnRunEnd(
                     new DetachedReport(
-                            template, report, trace, minato, timeoutPolicy, set.remembers()));
+                            template,
+                            report,
+                            trace,
+                            minato,
+                            timeoutPolicy,
+                            set.remembers(),
+                            plots));
         }
         TrainerSink sink = sinkBuilder.build();
         LoaderJob.Builder jobBuilder =

@@ -153,6 +153,7 @@ class FlinkRunIT {
         assertThat(run.resolve("report.json")).hasSameTextualContentAs(report);
         assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 12);
         assertThat(run.resolve(RunArgs.FINISHED)).exists();
+        assertThat(run.resolve("prep-times.png")).isNotEmptyFile();
     }
 
     /**
