@@ -572,9 +572,10 @@ public final class RunReport {
                         100 * busyFraction,
                         boundSeconds,
                         boundSeconds > 0 ? wallSeconds / boundSeconds : 0,
-                        in.timeoutMs() == null
-                                ? "none"
-                                : String.format(Locale.ROOT, "%.1f ms", in.timeoutMs()))
+                        in.timeoutMs() != null
+                                ? String.format(Locale.ROOT, "%.1f ms", in.timeoutMs())
+                                // Minato's auto timeout learns a deadline from its first samples.
+                                : in.loader().equals("minato") ? "none: no deadline yet" : "none")
                 + String.format(
                         Locale.ROOT,
                         ", waited %.1f s (head-of-line %.1f s, behind %.1f s)",
