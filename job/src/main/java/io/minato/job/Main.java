@@ -63,44 +63,45 @@ public final class Main {
                     return CommandLine.ExitCode.USAGE;
                 });
         cli.setExecutionExceptionHandler(
-                (e, commandLine, parseResult) -> {
-                    if (e instanceof BadInputException) {
-                        commandLine.getErr().println("error: " + e.getMessage());
-                        return EXIT_BAD_INPUT;
-                    }
-                    if (e instanceof Stopped) {
-                        commandLine.getErr().println("error: " + e.getMessage());
-                        return 1;
-                    }
-                    String badInput = badInputInJob(e);
-                    if (badInput != null) {
-                        // Bad input met while the job ran (a case file changed under it, say):
-                        // Flink wraps it in its own exceptions; the line is what matters.
-                        commandLine.getErr().println("error: " + badInput);
-                        return EXIT_BAD_INPUT;
-                    }
-                    String log = System.getProperty(RunLog.PROPERTY);
-                    if (restartsExhausted(e) && log != null) {
-                        // Failures in a row past --restart-attempts: what failed, in one line;
-                        // the trace goes to the run's log (a logger outside io.minato: file only).
-                        org.slf4j.LoggerFactory.getLogger("minato.failure")
-                                .error("the job failed and its restarts ran out", e);
-                        commandLine
-                                .getErr()
-                                .println(
-                                        "error: the job failed again after its restarts"
-                                                + " (--restart-attempts): "
-                                                + rootCause(e)
-                                                + "; the whole trace is in "
-                                                + log);
-                        return 1;
-                    }
-                    // The trace helps whoever debugs; the last line says what happened.
-                    e.printStackTrace(commandLine.getErr());
-                    commandLine.getErr().println("error: " + rootCause(e));
-                    return 1;
-                });
+                (e, commandLine, parseResult) -> failure(e, commandLine.getErr()));
         return cli.execute(args);
+    }
+
+    /** What a failed command says on {@code err} (one line wherever it can), and its status. */
+    static int failure(Exception e, java.io.PrintWriter err) {
+        if (e instanceof BadInputException) {
+            err.println("error: " + e.getMessage());
+            return EXIT_BAD_INPUT;
+        }
+        if (e instanceof Stopped) {
+            err.println("error: " + e.getMessage());
+            return 1;
+        }
+        String badInput = badInputInJob(e);
+        if (badInput != null) {
+            // Bad input met while the job ran (a case file changed under it, say):
+            // Flink wraps it in its own exceptions; the line is what matters.
+            err.println("error: " + badInput);
+            return EXIT_BAD_INPUT;
+        }
+        String log = System.getProperty(RunLog.PROPERTY);
+        if (restartsExhausted(e) && log != null) {
+            // Failures in a row past --restart-attempts: what failed, in one line;
+            // the trace goes to the run's log (a logger outside io.minato: file only).
+            org.slf4j.LoggerFactory.getLogger("minato.failure")
+                    .error("the job failed, and no restart was left", e);
+            err.println(
+                    "error: the job failed, and no restart was left"
+                            + " (--restart-attempts): "
+                            + rootCause(e)
+                            + "; the whole trace is in "
+                            + log);
+            return 1;
+        }
+        // The trace helps whoever debugs; the last line says what happened.
+        e.printStackTrace(err);
+        err.println("error: " + rootCause(e));
+        return 1;
     }
 
     /** Whether Flink gave up on the job: its restart strategy allowed no more restarts. */
@@ -246,6 +247,9 @@ public final class Main {
             t = t.getCause();
         }
         String m = t.getMessage();
+        if (t instanceof SerializedThrowable && m != null) {
+            return m.lines().findFirst().orElse(m); // already "original.Class: message"
+        }
         return t.getClass().getSimpleName()
                 + (m == null ? "" : ": " + m.lines().findFirst().orElse(""));
     }

@@ -103,6 +103,7 @@ class LoaderJobTest {
     private static final Set<String> CHANGED = ConcurrentHashMap.newKeySet();
 
     private JobExecutionResult lastResult;
+    private int restarts = 3;
 
     @TempDir static Path data;
     static List<CaseFiles> train;
@@ -427,6 +428,64 @@ class LoaderJobTest {
                 .isBetween(1.0, 3.0);
     }
 
+    /**
+     * A fault that comes back after every restart: once the restarts run out the job fails, and the
+     * command line says so in one line naming the fault, with the trace in the run's log.
+     */
+    @Test
+    void shouldSayInOneLineWhatFailedWhenTheRestartsRanOut() throws Exception {
+        // No restart: a failed attempt's parked samples, never taken by its failing trainers,
+        // would keep the next attempt's workers waiting for room (10 s each) until they age out.
+        restarts = 0;
+        Exception failed = null;
+        try {
+            run(LoaderJob.Loader.minato, 2, new AlwaysFailing(), "auto");
+        } catch (Exception e) {
+            failed = e;
+        }
+        assertThat(failed).as("the job failed").isNotNull();
+        assertThat(Main.restartsExhausted(failed)).isTrue();
+        Path log = run.resolve("minato.log");
+        String before = System.getProperty(RunLog.PROPERTY);
+        System.setProperty(RunLog.PROPERTY, log.toString());
+        java.io.StringWriter said = new java.io.StringWriter();
+        try {
+            assertThat(Main.failure(failed, new java.io.PrintWriter(said, true))).isEqualTo(1);
+        } finally {
+            if (before == null) {
+                System.clearProperty(RunLog.PROPERTY);
+            } else {
+                System.setProperty(RunLog.PROPERTY, before);
+            }
+        }
+        assertThat(said.toString().lines())
+                .containsExactly(
+                        "error: the job failed, and no restart was left (--restart-attempts):"
+                                + " IllegalStateException: injected lasting fault; the whole trace"
+                                + " is in "
+                                + log);
+    }
+
+    /** A device whose every step fails. */
+    static final class AlwaysFailing implements AcceleratorFactory {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                @Override
+                public StepResult train(Batch batch) {
+                    throw new IllegalStateException("injected lasting fault");
+                }
+
+                @Override
+                public String kind() {
+                    return "simulated";
+                }
+            };
+        }
+    }
+
     /** The two in-order baselines: PyTorch DataLoader semantics, and DJL's own loader. */
     @ParameterizedTest(name = "{0}")
     @EnumSource(
@@ -519,7 +578,7 @@ class LoaderJobTest {
                         .build();
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
-                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), restarts));
         new LoaderJob(settings, sink).build(env);
         long start = System.currentTimeMillis();
         JobClient client = env.executeAsync("LoaderJobTest " + loader);
