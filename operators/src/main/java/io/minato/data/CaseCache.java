@@ -16,7 +16,6 @@ import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,7 +23,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 
@@ -234,36 +232,14 @@ public final class CaseCache implements Serializable {
 
     // ---- keys: the identity of a case's files ----
 
-    /** One file as it was when an entry was computed. */
-    private record Stamp(String path, long size, long modifiedNanos, String fileKey) {
-        static Stamp of(Path file) throws IOException {
-            Path p = file.toAbsolutePath().normalize();
-            BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class);
-            return new Stamp(
-                    p.toString(),
-                    a.size(),
-                    a.lastModifiedTime().to(TimeUnit.NANOSECONDS),
-                    String.valueOf(a.fileKey()));
-        }
-
-        void writeTo(DataOutput out) throws IOException {
-            out.writeUTF(path);
-            out.writeLong(size);
-            out.writeLong(modifiedNanos);
-            out.writeUTF(fileKey);
-        }
-
-        static Stamp readFrom(DataInput in) throws IOException {
-            return new Stamp(in.readUTF(), in.readLong(), in.readLong(), in.readUTF());
-        }
-    }
-
-    private record Key(String dir, String kind, String caseName, Stamp image, Stamp label) {}
+    private record Key(
+            String dir, String kind, String caseName, FileStamp image, FileStamp label) {}
 
     /** The key of a case's entry, or null when its files cannot be read (the caller will fail). */
     private Key key(Kind<?> kind, CaseFiles c) {
         try {
-            return new Key(dir, kind.name, c.name(), Stamp.of(c.image()), Stamp.of(c.label()));
+            return new Key(
+                    dir, kind.name, c.name(), FileStamp.of(c.image()), FileStamp.of(c.label()));
         } catch (IOException e) {
             return null;
         }
@@ -314,8 +290,8 @@ public final class CaseCache implements Serializable {
                     || in.readInt() != FORMAT
                     || !in.readUTF().equals(kind.name)
                     || in.readInt() != kind.version
-                    || !Stamp.readFrom(in).equals(key.image())
-                    || !Stamp.readFrom(in).equals(key.label())) {
+                    || !FileStamp.readFrom(in).equals(key.image())
+                    || !FileStamp.readFrom(in).equals(key.label())) {
                 return null;
             }
             int n = in.readInt();

@@ -1,15 +1,13 @@
 package io.minato.spi;
 
+import io.minato.data.FileStamp;
 import java.io.IOException;
 import java.io.Serializable;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -127,7 +125,7 @@ public final class FileMemo<T> implements Serializable {
                 }
             };
         }
-        Stamp stamp = Stamp.of(file);
+        FileStamp stamp = stamp(file);
         Store store = store(name);
         Object known = stamp == null ? null : store.get(stamp);
         counter(known != null).incrementAndGet();
@@ -193,37 +191,29 @@ public final class FileMemo<T> implements Serializable {
         return STORES.computeIfAbsent(name, n -> new Store());
     }
 
-    /** A file as it was when its entry was computed. */
-    private record Stamp(String path, long size, long modifiedNanos, String fileKey) {
-        static Stamp of(Path file) {
-            try {
-                Path p = file.toAbsolutePath().normalize();
-                BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class);
-                return new Stamp(
-                        p.toString(),
-                        a.size(),
-                        a.lastModifiedTime().to(TimeUnit.NANOSECONDS),
-                        String.valueOf(a.fileKey()));
-            } catch (IOException | RuntimeException e) {
-                return null;
-            }
+    /** The file as it is now, or null when its attributes cannot be read. */
+    private static FileStamp stamp(Path file) {
+        try {
+            return FileStamp.of(file);
+        } catch (IOException | RuntimeException e) {
+            return null;
         }
     }
 
-    private record Entry(Stamp stamp, Object value, long bytes) {}
+    private record Entry(FileStamp stamp, Object value, long bytes) {}
 
     /** Results by path; the entry of a file whose stamp changed is replaced, never served. */
     private static final class Store {
         private final Map<String, Entry> entries = new HashMap<>();
         private long bytes;
 
-        synchronized Object get(Stamp stamp) {
+        synchronized Object get(FileStamp stamp) {
             Entry e = entries.get(stamp.path());
             return e != null && e.stamp().equals(stamp) ? e.value() : null;
         }
 
         /** Whether {@code value} is kept (false: over the bound, or another's result is). */
-        synchronized boolean put(Stamp stamp, Object value, long size, long bound) {
+        synchronized boolean put(FileStamp stamp, Object value, long size, long bound) {
             Entry old = entries.get(stamp.path());
             if (old != null && old.stamp().equals(stamp)) {
                 return false; // another worker computed it meanwhile and keeps its own
