@@ -444,9 +444,9 @@ class LoaderJobTest {
      */
     @Test
     void shouldSayInOneLineWhatFailedWhenTheRestartsRanOut() throws Exception {
-        // No restart: a failed attempt's parked samples, never taken by its failing trainers,
-        // would keep the next attempt's workers waiting for room (10 s each) until they age out.
-        restarts = 0;
+        // One restart, before any checkpoint: what the failed attempt parked must not keep the
+        // next attempt's workers waiting for room (it did, 10 s a sample, until it aged out).
+        restarts = 1;
         Exception failed = null;
         try {
             run(LoaderJob.Loader.minato, 2, new AlwaysFailing(), "auto");

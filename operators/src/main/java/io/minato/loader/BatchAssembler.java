@@ -68,8 +68,10 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
                         .getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
         pending = new HashMap<>();
         nextSequence = new HashMap<>();
-        if (context.isRestored()) {
-            SampleHandoff.jvm().dropAll(); // what the failed attempt parked has no taker now
+        // What a failed attempt parked has no taker now: after a restore, and after a restart that
+        // had no checkpoint to restore (a failure before the first one completed).
+        if (context.isRestored() || getRuntimeContext().getTaskInfo().getAttemptNumber() > 0) {
+            SampleHandoff.jvm().dropAll();
         }
         for (int key : ownedKeys()) {
             setCurrentKey(key);

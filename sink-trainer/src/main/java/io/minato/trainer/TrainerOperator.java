@@ -56,9 +56,9 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
         }
         int device = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         TrainerWriterState mine = TrainerSink.restoredState(device, restored);
-        if (context.isRestored()) {
+        if (context.isRestored() || getRuntimeContext().getTaskInfo().getAttemptNumber() > 0) {
             // What the failed attempt parked has no taker now (the in-order loaders hand
-            // batches on).
+            // batches on), also after a restart without a checkpoint to restore.
             SampleHandoff.jvm().dropAll();
         }
         writer =
