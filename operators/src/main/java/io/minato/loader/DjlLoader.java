@@ -148,9 +148,9 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         while ((ready = handover.poll()) != null) {
             emit(ready);
         }
-        // Backpressure, as DataLoader's full index queues: while DJL's prefetch is full and a
-        // whole batch waits unsampled, take batches from DJL instead of more tasks.
-        while (feed.unsampled() >= batchSize) {
+        // Backpressure, as DataLoader's full index queues: while DJL's prefetch's worth of whole
+        // batches waits unsampled, take batches from DJL instead of more tasks.
+        while (feed.unsampled() >= (long) prefetch() * batchSize) {
             ready = handover.poll(1, TimeUnit.SECONDS);
             if (ready != null) {
                 emit(ready);
@@ -199,15 +199,26 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     /** Emits batches until {@code batches} have been emitted since the start, or the end. */
     private void drainUntil(long batches) throws Exception {
-        while (emitted < batches) {
-            Object next = handover.poll(1, TimeUnit.SECONDS);
-            if (next == END) {
-                return;
+        // DJL starts an iteration on fewer batches than its prefetch while this waits for them.
+        feed.draining(true);
+        try {
+            while (emitted < batches) {
+                Object next = handover.poll(1, TimeUnit.SECONDS);
+                if (next == END) {
+                    return;
+                }
+                if (next != null) {
+                    emit(next);
+                }
             }
-            if (next != null) {
-                emit(next);
-            }
+        } finally {
+            feed.draining(false);
         }
+    }
+
+    /** Batches DJL keeps in flight: its prefetch, per worker thread. */
+    private int prefetch() {
+        return PREFETCH_PER_WORKER * workers;
     }
 
     private void emit(Object ready) throws Exception {
@@ -229,13 +240,15 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
     private void iterate() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            Dataset dataset =
-                    new Dataset(feed, workload, PREFETCH_PER_WORKER * workers, order, prepTimes);
+            Dataset dataset = new Dataset(feed, workload, prefetch(), order, prepTimes);
             FeedSampler sampler = new FeedSampler(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
             // DJL iterates a dataset of known size: its sampler must not block. So each
-            // iteration covers the tasks at hand, and a new one starts when more have come.
-            while (feed.awaitBatch()) {
+            // iteration covers the tasks at hand, and a new one starts when more have come. DJL
+            // keeps in flight what it could sample as an iteration began (its constructor
+            // prefetches, then one batch per batch taken): an iteration waits for a prefetch's
+            // worth of batches, or it would prepare one or two at a time while workers idle.
+            while (feed.awaitBatches(prefetch())) {
                 for (ai.djl.training.dataset.Batch djl :
                         dataset.getData(manager, sampler, executor)) {
                     try (djl) {
@@ -301,6 +314,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         private final Condition added = lock.newCondition();
         private final List<SampleTask> tasks = new ArrayList<>();
         private boolean ended;
+        private boolean draining; // a checkpoint waits for the batches at hand
         private long sampled; // tasks handed to DJL's sampler, in whole batches
 
         Feed(int batchSize) {
@@ -368,16 +382,29 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
 
         /**
-         * Waits until a whole batch of tasks is unsampled (true) or input ended without one
-         * (false).
+         * Waits until {@code batches} whole batches of tasks are unsampled, or at least one is and
+         * input ended or a checkpoint waits for them (true); false when input ended without one.
          */
-        boolean awaitBatch() throws InterruptedException {
+        boolean awaitBatches(int batches) throws InterruptedException {
             lock.lockInterruptibly();
             try {
-                while (!ended && tasks.size() < sampled + batchSize) {
+                while (tasks.size() < sampled + (long) batchSize * batches
+                        && !((ended || draining) && tasks.size() >= sampled + batchSize)
+                        && !(ended && tasks.size() < sampled + batchSize)) {
                     added.await();
                 }
                 return tasks.size() >= sampled + batchSize;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Whether a checkpoint waits for the batches at hand to be emitted. */
+        void draining(boolean on) {
+            lock.lock();
+            try {
+                draining = on;
+                added.signalAll();
             } finally {
                 lock.unlock();
             }
