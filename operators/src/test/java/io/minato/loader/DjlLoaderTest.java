@@ -1,0 +1,144 @@
+package io.minato.loader;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.data.BadInputException;
+import io.minato.sample.Batch;
+import io.minato.sample.SampleTask;
+import io.minato.spi.MemoStats;
+import io.minato.spi.SampleSet;
+import io.minato.spi.Steps;
+import io.minato.spi.Transforms;
+import io.minato.spi.Workload;
+import io.minato.transform.Patch;
+import io.minato.transform.SampleKey;
+import io.minato.transform.Shape3;
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
+import org.junit.jupiter.api.Test;
+
+/** DJL's own loader: its prefetch in flight, in order, and its head-of-line clock. */
+class DjlLoaderTest {
+    /** Sample 0's preparation waits for this. */
+    static final CountDownLatch GATE = new CountDownLatch(1);
+
+    /**
+     * With its prefetch's worth of batches at hand, DJL prepares them at once: batch 1 is ready
+     * while batch 0 waits for its slow sample, is not handed out before it, and the job's
+     * head-of-line clock runs meanwhile.
+     */
+    @Test
+    void shouldPrepareItsPrefetchAtOnceAndHoldReadyBatchesBehindASlowHead() throws Exception {
+        DjlLoader op = new DjlLoader(new Workload<>("gated", new Gated(), new Gated()), 2, 1, 2);
+        try (var h = new OneInputStreamOperatorTestHarness<SampleTask, Batch>(op)) {
+            h.open();
+            HeadOfLine clock =
+                    HeadOfLine.of(
+                            WorkerScheduler.key(
+                                    op.getRuntimeContext().getJobInfo().getJobId().toString(),
+                                    op.getRuntimeContext().getTaskInfo().getAttemptNumber()));
+            // 2 x 2 worker threads = 4 batches of prefetch; sample 0 (batch 0) is held.
+            for (int i = 0; i < 8; i++) {
+                h.processElement(new SampleTask(1, 0, i, i), i);
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            long held = 0;
+            while (held == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+                held = clock.heldNanos(System.nanoTime());
+            }
+            assertThat(held).as("a batch ready behind batch 0").isPositive();
+            assertThat(h.extractOutputValues()).as("nothing overtakes batch 0").isEmpty();
+            GATE.countDown();
+            h.endInput();
+            assertThat(h.extractOutputValues())
+                    .flatExtracting(Batch::samples)
+                    .extracting(s -> s.task().index())
+                    .containsExactly(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
+            long stopped = clock.heldNanos(System.nanoTime());
+            Thread.sleep(5);
+            assertThat(clock.heldNanos(System.nanoTime())).as("stopped").isEqualTo(stopped);
+        }
+    }
+
+    /** Tiny samples of three channels of 2 x 2 values; sample 0 waits for {@link #GATE}. */
+    static final class Gated implements SampleSet<Integer>, Transforms<Integer> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public int size() {
+            return 8;
+        }
+
+        @Override
+        public String traceName(int index) {
+            return "s" + index;
+        }
+
+        @Override
+        public void check(int index) {}
+
+        @Override
+        public Integer open(int index) {
+            return index;
+        }
+
+        @Override
+        public MemoStats memo() {
+            return MemoStats.NONE;
+        }
+
+        @Override
+        public Steps<Integer> start(SampleKey key) {
+            return new Steps<>() {
+                private Patch result;
+
+                @Override
+                public SampleKey key() {
+                    return key;
+                }
+
+                @Override
+                public boolean isDone() {
+                    return result != null;
+                }
+
+                @Override
+                public void advance(Integer source) throws BadInputException {
+                    if (source == 0) {
+                        try {
+                            GATE.await(20, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                    result = Patch.ofClass(new Shape3(3, 2, 2), new float[12], source);
+                }
+
+                @Override
+                public Patch result() {
+                    return result;
+                }
+
+                @Override
+                public long heldBytes() {
+                    return 64;
+                }
+
+                @Override
+                public void writeTo(DataOutput out) {
+                    throw new UnsupportedOperationException("not needed here");
+                }
+            };
+        }
+
+        @Override
+        public Steps<Integer> read(DataInput in) {
+            throw new UnsupportedOperationException("not needed here");
+        }
+    }
+}
