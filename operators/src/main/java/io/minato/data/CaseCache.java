@@ -274,7 +274,36 @@ public final class CaseCache implements Serializable {
     }
 
     private Path entryFile(Kind<?> kind, Key key) {
-        return Path.of(dir).resolve(key.caseName() + "." + kind.name);
+        return Path.of(dir).resolve(entryName(key.caseName(), kind.name));
+    }
+
+    /**
+     * The file name of a case's entry: the case's name where it is plain ASCII, else that with
+     * every other character replaced and the name's CRC appended. A JVM whose file-name encoding is
+     * ASCII (the C locale) cannot make a path of other characters; the entry's stamps tell two
+     * cases apart that end up with one name.
+     */
+    static String entryName(String caseName, String kind) {
+        StringBuilder b = new StringBuilder(caseName.length() + 16);
+        boolean plain = true;
+        for (int i = 0; i < caseName.length(); i++) {
+            char c = caseName.charAt(i);
+            boolean ok =
+                    (c >= 'a' && c <= 'z')
+                            || (c >= 'A' && c <= 'Z')
+                            || (c >= '0' && c <= '9')
+                            || c == '_'
+                            || c == '-'
+                            || c == '.';
+            b.append(ok ? c : '_');
+            plain &= ok;
+        }
+        if (!plain) {
+            CRC32 crc = new CRC32();
+            crc.update(caseName.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            b.append('-').append(Long.toHexString(crc.getValue()));
+        }
+        return b.append('.').append(kind).toString();
     }
 
     private byte[] readEntry(Kind<?> kind, Key key) {

@@ -39,6 +39,23 @@ class CaseCacheTest {
         CaseCache.clearMemory();
     }
 
+    /**
+     * Entry files are named in ASCII: under the C locale (LANG unset, as in many containers) the
+     * JVM cannot make a path of other characters, and a case named so stopped the run with Java's
+     * trace.
+     */
+    @Test
+    void shouldNameEntryFilesInAsciiWhateverTheCaseIsCalled() {
+        assertThat(CaseCache.entryName("case_00003", "components"))
+                .as("plain names as before: older entries stay valid")
+                .isEqualTo("case_00003.components");
+        String accented = CaseCache.entryName("case_0000\u00e93", "check");
+        assertThat(accented).matches("case_0000_3-[0-9a-f]+\\.check");
+        assertThat(CaseCache.entryName("case_0000\u00e83", "check"))
+                .as("two names that read alike in ASCII stay apart")
+                .isNotEqualTo(accented);
+    }
+
     @Test
     void shouldRememberComponentsOnDiskForTheNextProcess() throws Exception {
         CaseFiles c = writeCase("case_00000");
