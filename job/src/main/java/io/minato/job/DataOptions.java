@@ -212,7 +212,8 @@ public final class DataOptions {
 
     /**
      * The bound on remembered decoded images in bytes per JVM: 0 when the cache is off, null for
-     * the default (a quarter of the heap of the JVM that prepares the samples).
+     * the default (a quarter of the heap of the JVM that prepares the samples). The train command
+     * has refused a negative one.
      */
     public Long memoBytes() {
         if (!caseCache) {
@@ -220,10 +221,6 @@ public final class DataOptions {
         }
         if (cacheMemoryMb == null) {
             return null;
-        }
-        if (cacheMemoryMb < 0) {
-            throw new IllegalArgumentException(
-                    "--cache-memory must be 0 or more MiB, not " + cacheMemoryMb);
         }
         return cacheMemoryMb << 20;
     }

@@ -8,6 +8,7 @@ import io.minato.sample.serde.SampleTypes;
 import io.minato.spi.Steps;
 import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
+import java.util.Arrays;
 import org.apache.flink.api.common.accumulators.AverageAccumulator;
 import org.apache.flink.api.common.accumulators.DoubleMaximum;
 import org.apache.flink.metrics.Counter;
@@ -140,12 +141,11 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
 
     @Override
     String[] accumulatorNames() {
-        return PrepTimes.with(
-                CacheMetrics.HITS,
-                CacheMetrics.MISSES,
-                CacheMetrics.BYTES,
-                TIMEOUT_MS,
-                ACTIVE_WORKERS_MEAN);
+        String[] names = super.accumulatorNames();
+        String[] mine = Arrays.copyOf(names, names.length + 2);
+        mine[names.length] = TIMEOUT_MS;
+        mine[names.length + 1] = ACTIVE_WORKERS_MEAN;
+        return mine;
     }
 
     @Override

@@ -68,11 +68,10 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
                         .getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
         pending = new HashMap<>();
         nextSequence = new HashMap<>();
-        // What a failed attempt parked has no taker now: after a restore, and after a restart that
-        // had no checkpoint to restore (a failure before the first one completed).
-        if (context.isRestored() || getRuntimeContext().getTaskInfo().getAttemptNumber() > 0) {
-            SampleHandoff.jvm().dropAll();
-        }
+        // What a failed attempt parked has no taker now.
+        SampleHandoff.jvm()
+                .startedAfter(
+                        context.isRestored(), getRuntimeContext().getTaskInfo().getAttemptNumber());
         for (int key : ownedKeys()) {
             setCurrentKey(key);
             List<PreparedSample> samples = new ArrayList<>();

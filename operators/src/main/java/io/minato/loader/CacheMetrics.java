@@ -22,6 +22,9 @@ public final class CacheMetrics {
      */
     public static final String BYTES = "caseCacheBytes";
 
+    /** The accumulators {@link #register} adds (for a detached job's accumulator files). */
+    public static final String[] NAMES = {HITS, MISSES, BYTES};
+
     private CacheMetrics() {}
 
     /** Registers the workload's memo counters on an operator's metric group and accumulators. */

@@ -168,9 +168,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        AccumulatorFiles.write(
-                getRuntimeContext(),
-                PrepTimes.with(CacheMetrics.HITS, CacheMetrics.MISSES, CacheMetrics.BYTES));
+        AccumulatorFiles.write(getRuntimeContext(), PrepTimes.with(CacheMetrics.NAMES));
         if (order != null) {
             order.close();
         }

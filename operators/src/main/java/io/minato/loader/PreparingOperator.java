@@ -190,7 +190,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /** The accumulators this worker registers (written for a detached job at close). */
     String[] accumulatorNames() {
-        return PrepTimes.with(CacheMetrics.HITS, CacheMetrics.MISSES, CacheMetrics.BYTES);
+        return PrepTimes.with(CacheMetrics.NAMES);
     }
 
     @Override

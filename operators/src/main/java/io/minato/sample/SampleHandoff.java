@@ -220,6 +220,16 @@ public final class SampleHandoff {
         notifyAll();
     }
 
+    /**
+     * Drops what a failed attempt parked, when this operator starts after one: restored from a
+     * checkpoint, or restarted without one to restore (a failure before the first completed).
+     */
+    public void startedAfter(boolean restored, int attemptNumber) {
+        if (restored || attemptNumber > 0) {
+            dropAll();
+        }
+    }
+
     /** Drops entries older than the orphan age; true if any was dropped. */
     private boolean dropOrphans() {
         long now = System.nanoTime();

@@ -108,33 +108,19 @@ public final class FileMemo<T> implements Serializable {
 
     /**
      * Looks up the result for {@code file}, counting a hit or a miss. A file whose attributes
-     * cannot be read is a miss that remembers nothing (reading it will say what is wrong).
+     * cannot be read, or a memo that is off, is a miss that remembers nothing (reading the file
+     * will say what is wrong).
      */
     public Lookup<T> lookup(Path file) {
-        if (!enabled()) {
-            counter(false).incrementAndGet();
-            return new Lookup<>() {
-                @Override
-                public T value() {
-                    return null;
-                }
-
-                @Override
-                public boolean remember(T value) {
-                    return false;
-                }
-            };
-        }
-        FileStamp stamp = stamp(file);
+        FileStamp stamp = enabled() ? stamp(file) : null;
         Store store = store(name);
-        Object known = stamp == null ? null : store.get(stamp);
-        counter(known != null).incrementAndGet();
         @SuppressWarnings("unchecked")
-        T value = (T) known;
+        T known = stamp == null ? null : (T) store.get(stamp);
+        counter(known != null).incrementAndGet();
         return new Lookup<>() {
             @Override
             public T value() {
-                return value;
+                return known;
             }
 
             @Override

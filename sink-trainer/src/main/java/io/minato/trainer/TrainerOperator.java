@@ -56,11 +56,10 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
         }
         int device = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
         TrainerWriterState mine = TrainerSink.restoredState(device, restored);
-        if (context.isRestored() || getRuntimeContext().getTaskInfo().getAttemptNumber() > 0) {
-            // What the failed attempt parked has no taker now (the in-order loaders hand
-            // batches on), also after a restart without a checkpoint to restore.
-            SampleHandoff.jvm().dropAll();
-        }
+        // What a failed attempt parked has no taker now (the in-order loaders hand batches on).
+        SampleHandoff.jvm()
+                .startedAfter(
+                        context.isRestored(), getRuntimeContext().getTaskInfo().getAttemptNumber());
         writer =
                 sink.createWriter(
                         getRuntimeContext().getTaskInfo(),
