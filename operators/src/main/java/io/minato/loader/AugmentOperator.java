@@ -118,6 +118,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
                     break;
                 }
             }
+            workload.checkUnchanged(task.caseIndex());
         } finally {
             cpu = CpuClock.threadNanos() - cpu0;
             fetched(reads);

@@ -4,6 +4,7 @@ import io.minato.data.BadInputException;
 import io.minato.data.CaseCache;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
+import io.minato.data.FileStamp;
 import io.minato.spi.MemoStats;
 import io.minato.spi.SampleSet;
 import io.minato.spi.Workload;
@@ -11,9 +12,7 @@ import io.minato.transform.MlperfTransforms;
 import io.minato.transform.TransformConfig;
 import io.minato.transform.Volume;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,7 +30,7 @@ public final class CaseTable implements SampleSet<Volume> {
     private final String[] images;
     private final String[] labels;
     private final CaseCache cache;
-    private transient Map<Integer, Volume> open;
+    private transient Map<Integer, Mapped> open;
     private transient CaseCache.Counters counters;
 
     /** Cases that remember nothing between samples (tests, and {@code --no-case-cache}). */
@@ -91,23 +90,44 @@ public final class CaseTable implements SampleSet<Volume> {
      * The case's volumes, memory mapped; mappings are reused across samples of the same case.
      * Synchronized because the in-order loader's workers share one table; opening only maps.
      */
-    public synchronized Volume volume(int caseIndex) throws BadInputException {
+    public Volume volume(int caseIndex) throws BadInputException {
+        return opened(caseIndex).volume();
+    }
+
+    private synchronized Mapped opened(int caseIndex) throws BadInputException {
         if (open == null) {
             open =
                     new LinkedHashMap<>(16, 0.75f, true) {
                         @Override
-                        protected boolean removeEldestEntry(Map.Entry<Integer, Volume> eldest) {
+                        protected boolean removeEldestEntry(Map.Entry<Integer, Mapped> eldest) {
                             return size() > OPEN_VOLUMES;
                         }
                     };
         }
-        Volume v = open.get(caseIndex);
-        if (v == null) {
+        Mapped m = open.get(caseIndex);
+        if (m == null) {
             CaseFiles f = files(caseIndex);
-            v = mapped(f).withMemo(cache.memo(f, counters()));
-            open.put(caseIndex, v);
+            Mapped shared = mapped(f);
+            m = shared.withVolume(shared.volume().withMemo(cache.memo(f, counters())));
+            open.put(caseIndex, m);
         }
-        return v;
+        return m;
+    }
+
+    /** A case's volumes as mapped, with its files as they were when mapped. */
+    private record Mapped(Volume volume, FileStamp image, FileStamp label) {
+        Mapped withVolume(Volume v) {
+            return new Mapped(v, image, label);
+        }
+
+        boolean unchanged(CaseFiles f) {
+            try {
+                return image.equals(FileStamp.of(f.image()))
+                        && label.equals(FileStamp.of(f.label()));
+            } catch (IOException e) {
+                return false; // gone or unreadable: not the file that was mapped
+            }
+        }
     }
 
     /**
@@ -115,38 +135,77 @@ public final class CaseTable implements SampleSet<Volume> {
      * its first touch, so three operators with their own mappings of a case touched (and faulted
      * on) every page three times. Keyed by the files' identity, so a replaced file is mapped anew.
      */
-    private static final Map<String, Volume> MAPPED =
+    private static final Map<String, Mapped> MAPPED =
             new LinkedHashMap<>(16, 0.75f, true) {
                 @Override
-                protected boolean removeEldestEntry(Map.Entry<String, Volume> eldest) {
+                protected boolean removeEldestEntry(Map.Entry<String, Mapped> eldest) {
                     return size() > OPEN_VOLUMES;
                 }
             };
 
-    private static Volume mapped(CaseFiles f) throws BadInputException {
-        String key = identity(f.image()) + "|" + identity(f.label());
+    private static Mapped mapped(CaseFiles f) throws BadInputException {
+        FileStamp image;
+        FileStamp label;
+        try {
+            image = FileStamp.of(f.image());
+            label = FileStamp.of(f.label());
+        } catch (IOException e) {
+            CaseCheck.open(f); // says in one line what is wrong with the files
+            throw new BadInputException(f.image(), "cannot be read: " + e.getMessage(), e);
+        }
+        String key = image + "|" + label;
         synchronized (MAPPED) {
-            Volume v = MAPPED.get(key);
-            if (v == null) {
-                v = CaseCheck.open(f);
-                MAPPED.put(key, v);
+            Mapped m = MAPPED.get(key);
+            if (m == null) {
+                m = new Mapped(CaseCheck.open(f), image, label);
+                MAPPED.put(key, m);
             }
-            return v;
+            return m;
         }
     }
 
-    private static String identity(Path file) {
+    /**
+     * Checks that the case's files are the ones this table mapped (path, size, modification time,
+     * inode): two {@code stat} calls a sample. A file truncated or rewritten in place under a
+     * mapping makes the reads fault; Java 17 throws that {@link InternalError} only at the thread's
+     * next call into the JVM, which may be inside Flink after the guarded read: here, with the file
+     * seen changed, a large allocation (always such a call) takes the pending fault while the guard
+     * still holds.
+     */
+    @Override
+    public void checkUnchanged(int caseIndex) throws BadInputException {
+        CaseFiles f;
+        try { // all of it: the fault may be taken by any allocation here
+            Mapped m;
+            synchronized (this) {
+                m = open == null ? null : open.get(caseIndex);
+            }
+            if (m == null) {
+                return; // not read through this table
+            }
+            f = files(caseIndex);
+            if (m.unchanged(f)) {
+                return;
+            }
+            takePendingFault();
+        } catch (InternalError fault) {
+            throw changedWhileRead(caseIndex, fault);
+        }
+        throw changedWhileRead(f);
+    }
+
+    /** Keeps the large array below from being optimised away. */
+    private static volatile int sink;
+
+    /**
+     * Throws the mapped-read fault pending on this thread, if any: an array larger than any
+     * thread-local allocation buffer is allocated by a call into the JVM, which throws it.
+     */
+    private static void takePendingFault() {
         try {
-            var a = Files.readAttributes(file, BasicFileAttributes.class);
-            return file.toAbsolutePath()
-                    + ":"
-                    + a.size()
-                    + ":"
-                    + a.lastModifiedTime().toMillis()
-                    + ":"
-                    + a.fileKey();
-        } catch (IOException e) {
-            return file.toAbsolutePath().toString(); // CaseCheck.open says what is wrong
+            sink = new byte[64 << 20].length;
+        } catch (OutOfMemoryError e) {
+            // no room for it: the file changed all the same, which the caller says
         }
     }
 
@@ -161,7 +220,12 @@ public final class CaseTable implements SampleSet<Volume> {
         if (fault.getMessage() == null || !fault.getMessage().contains("unsafe memory access")) {
             throw fault;
         }
-        CaseFiles f = files(caseIndex);
+        BadInputException changed = changedWhileRead(files(caseIndex));
+        changed.initCause(fault);
+        return changed;
+    }
+
+    private static BadInputException changedWhileRead(CaseFiles f) {
         return new BadInputException(
                 f.image(),
                 "changed while the run read it ("
@@ -169,8 +233,7 @@ public final class CaseTable implements SampleSet<Volume> {
                         + " or "
                         + f.label().getFileName()
                         + " truncated or rewritten in place?); a data set must stay unchanged"
-                        + " while it trains",
-                fault);
+                        + " while it trains");
     }
 
     public CaseCache cache() {

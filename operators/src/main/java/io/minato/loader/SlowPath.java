@@ -103,6 +103,7 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
                 }
             }
         }
+        workload.checkUnchanged(task.caseIndex());
         finished.inc();
         output.collect(
                 new StreamRecord<>(

@@ -48,6 +48,18 @@ public interface SampleSet<S> extends Serializable {
     }
 
     /**
+     * Called after the loader read sample {@code index}'s source, before what it read leaves the
+     * loader's guard: a set whose sources are memory mapped checks that they are unchanged since
+     * they were mapped. On Java 17 a fault in a mapped read is not thrown where it happened but at
+     * the thread's next call into the JVM, which may be deep inside Flink (a half-updated buffer,
+     * then the process stopped); when a file changed, an implementation takes any such pending
+     * fault here. By default nothing is mapped and there is nothing to check.
+     *
+     * @throws BadInputException one line naming the file that changed
+     */
+    default void checkUnchanged(int index) throws BadInputException {}
+
+    /**
      * What this set remembers between samples, for the metrics; {@link MemoStats#NONE} if nothing.
      */
     default MemoStats memo() {

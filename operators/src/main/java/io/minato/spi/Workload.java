@@ -69,6 +69,7 @@ public final class Workload<S> implements Serializable {
             while (!steps.isDone()) {
                 steps.advance(source);
             }
+            samples.checkUnchanged(index);
         } catch (InternalError fault) {
             throw samples.changedWhileRead(index, fault);
         }
@@ -89,6 +90,11 @@ public final class Workload<S> implements Serializable {
      */
     public MemoStats memo() {
         return samples.memo().plus(transforms.memo());
+    }
+
+    /** See {@link SampleSet#checkUnchanged}. */
+    public void checkUnchanged(int index) throws BadInputException {
+        samples.checkUnchanged(index);
     }
 
     /** See {@link SampleSet#changedWhileRead}. */
