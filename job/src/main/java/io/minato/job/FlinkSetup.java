@@ -55,6 +55,10 @@ public final class FlinkSetup {
         c.put(
                 "execution.checkpointing.dir",
                 runDir.resolve("checkpoints").toAbsolutePath().toUri().toString());
+        // Where flink stop JOB_ID (or flink savepoint) puts a savepoint unless told elsewhere.
+        c.put(
+                "execution.checkpointing.savepoint-dir",
+                runDir.resolve("savepoints").toAbsolutePath().toUri().toString());
         c.put("execution.checkpointing.interval", checkpointInterval.toMillis() + " ms");
         c.put("execution.checkpointing.mode", "EXACTLY_ONCE");
         // A killed, failed or cancelled run keeps its latest checkpoint: train --resume RUN_DIR

@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.trainer.Savepoints;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -73,6 +74,7 @@ final class RunArgs {
         }
         Files.write(runDir.resolve(FILE), stored, StandardCharsets.UTF_8);
         Files.deleteIfExists(runDir.resolve(FINISHED));
+        Savepoints.resumed(runDir);
     }
 
     /** Marks the run as trained to the end. */
@@ -120,12 +122,25 @@ final class RunArgs {
     }
 
     /**
-     * The newest complete checkpoint of the run: a {@code chk-N} folder with its {@code _metadata}
-     * under {@code RUN_DIR/checkpoints/<job id>/}, over every attempt the run had.
+     * The newest complete checkpoint or savepoint of the run: a {@code chk-N} folder with its
+     * {@code _metadata} under {@code RUN_DIR/checkpoints/<job id>/}, over every attempt the run
+     * had, or a savepoint its job completed, wherever it went ({@link Savepoints}).
      */
     static Path latestCheckpoint(Path runDir) {
         Path root = runDir.resolve("checkpoints");
         List<Path> complete = new ArrayList<>();
+        try {
+            Savepoints.recorded(runDir).stream()
+                    .filter(p -> Files.isRegularFile(p.resolve("_metadata")))
+                    .forEach(complete::add);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    "--resume "
+                            + runDir
+                            + ": cannot read its list of savepoints ("
+                            + e.getMessage()
+                            + ")");
+        }
         if (Files.isDirectory(root)) {
             try (Stream<Path> jobs = Files.list(root)) {
                 for (Path job : jobs.toList()) {
@@ -161,7 +176,7 @@ final class RunArgs {
                                                 + ": no complete checkpoint to resume from (none"
                                                 + " under "
                                                 + root
-                                                + ")"));
+                                                + ", no savepoint recorded)"));
     }
 
     /** The option an argument names: {@code --seed} of {@code --seed=7} and of {@code --seed}. */
@@ -171,8 +186,9 @@ final class RunArgs {
     }
 
     private static long checkpointNumber(Path chk) {
+        String name = chk.getFileName().toString();
         try {
-            return Long.parseLong(chk.getFileName().toString().substring("chk-".length()));
+            return name.startsWith("chk-") ? Long.parseLong(name.substring("chk-".length())) : -1;
         } catch (NumberFormatException e) {
             return -1;
         }

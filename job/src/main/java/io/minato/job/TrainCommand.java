@@ -15,6 +15,7 @@ import io.minato.spi.Workload;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.ImageClassifier;
+import io.minato.trainer.Savepoints;
 import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
@@ -623,6 +624,17 @@ public final class TrainCommand implements Callable<Integer> {
             FlinkSetup.deleteRpcJars(flinkTmp);
         }
         long processCpu = RunSampler.cpuNanos() - cpu0;
+        String savepoint = Savepoints.stoppedWith(run);
+        if (savepoint != null) {
+            // flink stop: the job ended as finished, with samples left to train.
+            err.println(
+                    "stopped with a savepoint in "
+                            + savepoint
+                            + "; continue the run with --resume "
+                            + run.toAbsolutePath());
+            err.flush();
+            return 0;
+        }
         RunArgs.finished(run);
         Map<String, Object> accumulators = result.getAllAccumulatorResults();
         Long firstRequest = firstRequest(accumulators);

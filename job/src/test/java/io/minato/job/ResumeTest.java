@@ -5,6 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.trainer.DeviceSummary;
 import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +17,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -41,32 +47,7 @@ class ResumeTest {
         Path run = dir.resolve("run");
         Path report = dir.resolve("report.json");
         Path trace = dir.resolve("trace.csv");
-        List<String> args =
-                List.of(
-                        "train",
-                        "--data",
-                        data.toString(),
-                        "--patch",
-                        "16",
-                        "--epochs",
-                        Integer.toString(EPOCHS),
-                        "--devices",
-                        "cpu:2",
-                        "--accelerator",
-                        "simulated:30",
-                        "--eval-cases",
-                        "1",
-                        "--workers",
-                        "1",
-                        "--checkpoint-interval",
-                        "200",
-                        "--no-web-ui",
-                        "--run-dir",
-                        run.toString(),
-                        "--report",
-                        report.toString(),
-                        "--trace",
-                        trace.toString());
+        List<String> args = trainArgs(run, report, trace, "--no-web-ui");
         Process killed = startMain(List.of(), args, dir.resolve("killed.log"));
         long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
         // A few checkpoints in, well before the end (300 steps of 30 ms per device).
@@ -81,6 +62,103 @@ class ResumeTest {
         long tracedBeforeKill = traceLines(run);
         assertThat(tracedBeforeKill).as("steps trained before the kill").isPositive();
 
+        resumeAndCheckEverySampleTrainedOnce(run, report, trace);
+    }
+
+    /**
+     * {@code flink stop} (stop with a savepoint, no drain) against a running embedded run, through
+     * the REST call the CLI makes, with the savepoint outside the run directory: the job ends as
+     * finished with samples left, the run says so in one line and is not marked finished, and
+     * {@code --resume} continues it from that savepoint.
+     */
+    @Test
+    void shouldResumeARunStoppedWithASavepointElsewhereTrainingEverySampleExactlyOnce(
+            @TempDir Path dir) throws Exception {
+        Path run = dir.resolve("run");
+        Path report = dir.resolve("report.json");
+        Path trace = dir.resolve("trace.csv");
+        Path savepoints = dir.resolve("elsewhere");
+        Path log = dir.resolve("stopped.log");
+        Process stopped =
+                startMain(List.of(), trainArgs(run, report, trace, "--rest-port", "0"), log);
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        while (checkpointsDone(run) < 3 && stopped.isAlive() && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        Matcher port =
+                Pattern.compile("web UI on http://localhost:(\\d+)").matcher(Files.readString(log));
+        assertThat(port.find()).as(Files.readString(log)).isTrue();
+        String rest = "http://localhost:" + port.group(1);
+        HttpClient http = HttpClient.newHttpClient();
+        String jobs =
+                http.send(
+                                HttpRequest.newBuilder(URI.create(rest + "/jobs")).build(),
+                                HttpResponse.BodyHandlers.ofString())
+                        .body();
+        Matcher job = Pattern.compile("\"id\":\"([0-9a-f]{32})\"").matcher(jobs);
+        assertThat(job.find()).as(jobs).isTrue();
+        HttpResponse<String> stop =
+                http.send(
+                        HttpRequest.newBuilder(URI.create(rest + "/jobs/" + job.group(1) + "/stop"))
+                                .header("Content-Type", "application/json")
+                                .POST(
+                                        HttpRequest.BodyPublishers.ofString(
+                                                "{\"targetDirectory\": \""
+                                                        + savepoints
+                                                        + "\", \"drain\": false}"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
+        assertThat(stop.statusCode()).as(stop.body()).isEqualTo(202);
+        assertThat(stopped.waitFor(60, TimeUnit.SECONDS)).as(Files.readString(log)).isTrue();
+        String said = Files.readString(log);
+        assertThat(stopped.exitValue()).as(said).isZero();
+        assertThat(said)
+                .contains("stopped with a savepoint in file:" + savepoints + "/savepoint-")
+                .contains("; continue the run with --resume " + run.toAbsolutePath());
+        assertThat(report).as("the stopped run wrote no report").doesNotExist();
+        assertThat(run.resolve(RunArgs.FINISHED)).doesNotExist();
+        assertThat(RunArgs.latestCheckpoint(run).getParent()).isEqualTo(savepoints);
+
+        resumeAndCheckEverySampleTrainedOnce(run, report, trace);
+    }
+
+    private static List<String> trainArgs(Path run, Path report, Path trace, String... more) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "train",
+                                "--data",
+                                data.toString(),
+                                "--patch",
+                                "16",
+                                "--epochs",
+                                Integer.toString(EPOCHS),
+                                "--devices",
+                                "cpu:2",
+                                "--accelerator",
+                                "simulated:30",
+                                "--eval-cases",
+                                "1",
+                                "--workers",
+                                "1",
+                                "--checkpoint-interval",
+                                "200",
+                                "--run-dir",
+                                run.toString(),
+                                "--report",
+                                report.toString(),
+                                "--trace",
+                                trace.toString()));
+        args.addAll(List.of(more));
+        return args;
+    }
+
+    /**
+     * {@code train --resume RUN}: the run goes on from its latest checkpoint or savepoint to the
+     * end; over both processes every (epoch, index) is trained exactly once.
+     */
+    private static void resumeAndCheckEverySampleTrainedOnce(Path run, Path report, Path trace)
+            throws Exception {
         long resumedAt = System.currentTimeMillis();
         MainTest.Run resumed = MainTest.run("train", "--resume", run.toString());
 

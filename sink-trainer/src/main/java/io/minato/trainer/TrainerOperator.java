@@ -3,17 +3,26 @@ package io.minato.trainer;
 import io.minato.sample.Batch;
 import io.minato.sample.SampleHandoff;
 import io.minato.trainer.gpu.FlinkGpus;
+import java.net.URI;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
 import org.apache.flink.core.io.SimpleVersionedSerialization;
+import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.checkpoint.SavepointType;
+import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.operators.OperatorSnapshotFutures;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
@@ -40,6 +49,9 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient ListState<byte[]> state;
     private transient TrainerSinkWriter writer;
     private transient boolean inputEnded;
+
+    /** Savepoints under way (by checkpoint id): their folder, and whether the job stops with it. */
+    private transient Map<Long, Map.Entry<URI, Boolean>> savepoints;
 
     TrainerOperator(TrainerSink sink) {
         this.sink = sink;
@@ -91,6 +103,49 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
             bytes.add(SimpleVersionedSerialization.writeVersionAndSerialize(serializer, s));
         }
         state.update(bytes);
+    }
+
+    /**
+     * Notes a savepoint's folder (the run records it once complete, see {@link Savepoints}): a
+     * savepoint's target is in its options, which only this form of the call is given.
+     */
+    @Override
+    public OperatorSnapshotFutures snapshotState(
+            long checkpointId,
+            long timestamp,
+            CheckpointOptions options,
+            CheckpointStreamFactory storage)
+            throws Exception {
+        if (sink.outputDir() != null
+                && options.getCheckpointType().isSavepoint()
+                && !options.getTargetLocation().isDefaultReference()) {
+            URI folder =
+                    AbstractFsCheckpointStorageAccess.decodePathFromReference(
+                                    options.getTargetLocation())
+                            .toUri();
+            boolean stopping =
+                    options.getCheckpointType() instanceof SavepointType t
+                            && t.isSynchronous()
+                            && !t.shouldDrain();
+            if (savepoints == null) {
+                savepoints = new TreeMap<>();
+            }
+            savepoints.put(checkpointId, Map.entry(folder, stopping));
+        }
+        return super.snapshotState(checkpointId, timestamp, options, storage);
+    }
+
+    @Override
+    public void notifyCheckpointComplete(long checkpointId) throws Exception {
+        super.notifyCheckpointComplete(checkpointId);
+        if (savepoints == null) {
+            return;
+        }
+        Map.Entry<URI, Boolean> done = savepoints.remove(checkpointId);
+        savepoints.keySet().removeIf(id -> id < checkpointId); // aborted ones
+        if (done != null && getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0) {
+            Savepoints.completed(Path.of(sink.outputDir()), done.getKey(), done.getValue());
+        }
     }
 
     @Override

@@ -66,6 +66,11 @@ public final class TrainerSink implements Serializable {
         return new Builder();
     }
 
+    /** The run directory the trainers write into; null when not configured. */
+    String outputDir() {
+        return outputDir;
+    }
+
     public int queueDepth() {
         return queueDepth;
     }
