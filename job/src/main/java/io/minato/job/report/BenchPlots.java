@@ -389,28 +389,6 @@ public final class BenchPlots {
     }
 
     /**
-     * If {@code e} is how Java 2D fails on a machine without fonts ("No physical fonts found", or
-     * "Fontconfig head is null" inside an InternalError, depending on what is missing), the
-     * one-line IOException that says what to install (with {@code e} suppressed, not its cause: the
-     * last line printed is this one); else null.
-     */
-    static IOException noFonts(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            String m = t.getMessage();
-            if (m != null && m.toLowerCase(Locale.ROOT).contains("font")) {
-                IOException io =
-                        new IOException(
-                                "Java 2D found no fonts for the plots' text; install"
-                                        + " fontconfig and a font (Debian: apt-get install"
-                                        + " fontconfig fonts-dejavu-core)");
-                io.addSuppressed(e);
-                return io;
-            }
-        }
-        return null;
-    }
-
-    /**
      * Writes {@link #FILES} into {@code dir} (created if missing); returns their paths. Text needs
      * a font: without one (no fontconfig fonts) this fails with an IOException saying what to
      * install.
@@ -425,7 +403,7 @@ public final class BenchPlots {
             try {
                 image = charts[k].render();
             } catch (Error | RuntimeException e) {
-                IOException fonts = noFonts(e);
+                IOException fonts = ChartFiles.noFonts(e);
                 if (fonts != null) {
                     throw fonts;
                 }

@@ -3,21 +3,16 @@ package io.minato.job.report;
 import io.minato.sample.SamplePath;
 import java.awt.Color;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.knowm.xchart.BitmapEncoder;
-import org.knowm.xchart.BitmapEncoder.BitmapFormat;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
-import org.knowm.xchart.internal.chartpart.Chart;
 import org.knowm.xchart.style.CategoryStyler;
 import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.XYStyler;
@@ -66,11 +61,11 @@ public final class RunPlots {
         List<Path> written = new ArrayList<>();
         Usage usage = usage(samples, devices, cores);
         if (usage != null) {
-            written.add(save(usageChart(usage, devices, cores), dir.resolve(USAGE)));
+            written.add(ChartFiles.save(usageChart(usage, devices, cores), dir.resolve(USAGE)));
         }
         Histogram h = histogram(prepMillis);
         if (h != null) {
-            written.add(save(prepChart(h), dir.resolve(PREP_TIMES)));
+            written.add(ChartFiles.save(prepChart(h), dir.resolve(PREP_TIMES)));
         }
         return written;
     }
@@ -235,19 +230,5 @@ public final class RunPlots {
             t += c;
         }
         return t;
-    }
-
-    private static Path save(Chart<?, ?> chart, Path file) throws IOException {
-        Files.createDirectories(file.toAbsolutePath().getParent());
-        try (OutputStream out = Files.newOutputStream(file)) {
-            BitmapEncoder.saveBitmap(chart, out, BitmapFormat.PNG);
-        } catch (Error | RuntimeException e) {
-            IOException fonts = BenchPlots.noFonts(e);
-            if (fonts != null) {
-                throw fonts;
-            }
-            throw e;
-        }
-        return file;
     }
 }
