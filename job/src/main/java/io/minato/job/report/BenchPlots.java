@@ -2,8 +2,8 @@ package io.minato.job.report;
 
 import io.minato.data.BadInputException;
 import io.minato.json.Json;
+import java.awt.BasicStroke;
 import java.awt.Color;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
@@ -18,25 +18,23 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.ToDoubleFunction;
-import javax.imageio.ImageIO;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
  * What {@code scripts/bench} measured, from its {@code bench.json} (an array of run reports, each
  * with {@code simulated_step_ms} and {@code rep} added): medians per loader and step time as a
  * table, and as PNG plots, {@code wall.png} (median wall time with min-max whiskers, and the median
- * {@code bound_s}) and {@code busy.png} (median accelerator busy %). Loaders and step times are
- * whatever the runs hold; loaders keep the order they first appear in, steps go up.
+ * {@code bound_s}) and {@code busy.png} (median accelerator busy %), drawn with XChart. Loaders and
+ * step times are whatever the runs hold; loaders keep the order they first appear in, steps go up.
  *
  * <p>The table also tells the first epoch (every case cold) from the later ones: the median {@code
  * first_epoch.wall_s} and {@code later_epochs.samples_per_s}, "-" where the reports have none (one
  * epoch, or reports from before these fields).
  */
 public final class BenchPlots {
-    static {
-        // Plots are written, never shown: no display is needed or opened.
-        System.setProperty("java.awt.headless", "true");
-    }
-
     /** The plots {@link #write} makes. */
     public static final List<String> FILES = List.of("wall.png", "busy.png");
 
@@ -46,6 +44,30 @@ public final class BenchPlots {
     };
 
     static final Color BOUND_COLOUR = new Color(0x44, 0x44, 0x44);
+
+    /** The wall plot's series of the median bound, which no loader can beat. */
+    static final String BOUND = "bound_s (median; no loader beats it)";
+
+    /** What a loader's whisker series is named: its name and this. */
+    static final String WHISKERS = " min-max";
+
+    /** How far apart the whiskers of two loaders stand, as a share of the step axis's span. */
+    static final double DODGE = 0.006;
+
+    static final int WIDTH = 960;
+    static final int HEIGHT = 600;
+
+    private static final BasicStroke LINE =
+            new BasicStroke(2.5f, BasicStroke.CAP_ROUND, BasicStroke.JOIN_ROUND);
+    private static final BasicStroke WHISKER = new BasicStroke(1.5f);
+    private static final BasicStroke DASHED =
+            new BasicStroke(
+                    2f,
+                    BasicStroke.CAP_BUTT,
+                    BasicStroke.JOIN_ROUND,
+                    10f,
+                    new float[] {9f, 6f},
+                    0f);
 
     /** The fields of one run that the table and plots use. */
     public record Run(
@@ -328,64 +350,106 @@ public final class BenchPlots {
         return fewest == most ? "" + most : fewest + "-" + most;
     }
 
-    /** One series per loader of a row's value, with the whiskers {@code low}-{@code high}. */
-    private List<LineChart.Series> perLoader(
-            ToDoubleFunction<Row> y, ToDoubleFunction<Row> low, ToDoubleFunction<Row> high) {
-        List<LineChart.Series> series = new ArrayList<>();
+    /**
+     * Adds one series per loader of a row's value, named after the loader, in its colour, with a
+     * marker at each step time; with {@code low} and {@code high}, also a whisker series per loader
+     * ({@link #WHISKERS} after its name, not in the legend): a vertical line from {@code low} to
+     * {@code high} at each step time, capped at both ends, a gap (NaN) between steps. Whiskers of
+     * different loaders at one step stand {@link #DODGE} of the step axis's span apart, so none
+     * hides another.
+     */
+    private void perLoader(
+            XYChart chart,
+            ToDoubleFunction<Row> y,
+            ToDoubleFunction<Row> low,
+            ToDoubleFunction<Row> high) {
+        double span = steps[steps.length - 1] - steps[0];
+        double dodge = DODGE * (span > 0 ? span : 1);
         for (int l = 0; l < loaders.size(); l++) {
             String loader = loaders.get(l);
             List<Row> mine = rows.stream().filter(r -> r.loader().equals(loader)).toList();
-            series.add(
-                    new LineChart.Series(
-                            loader,
-                            colour(l),
-                            values(mine, Row::stepMs),
-                            values(mine, y),
-                            low == null ? null : values(mine, low),
-                            high == null ? null : values(mine, high),
-                            false));
+            XYSeries line = chart.addSeries(loader, values(mine, Row::stepMs), values(mine, y));
+            line.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
+            line.setMarker(SeriesMarkers.CIRCLE);
+            line.setLineColor(colour(l));
+            line.setMarkerColor(colour(l));
+            line.setLineStyle(LINE);
+            if (low == null) {
+                continue;
+            }
+            double shift = (l - (loaders.size() - 1) / 2.0) * dodge;
+            double[] x = new double[3 * mine.size()];
+            double[] ends = new double[3 * mine.size()];
+            for (int k = 0; k < mine.size(); k++) {
+                Row r = mine.get(k);
+                x[3 * k] = x[3 * k + 1] = x[3 * k + 2] = r.stepMs() + shift;
+                ends[3 * k] = low.applyAsDouble(r);
+                ends[3 * k + 1] = high.applyAsDouble(r);
+                ends[3 * k + 2] = Double.NaN;
+            }
+            // Error bars of 0 at both ends draw the whiskers' caps.
+            XYSeries whiskers =
+                    chart.addSeries(loader + WHISKERS, x, ends, new double[ends.length]);
+            whiskers.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
+            whiskers.setMarker(SeriesMarkers.NONE);
+            whiskers.setLineColor(colour(l));
+            whiskers.setLineStyle(WHISKER);
+            whiskers.setShowInLegend(false);
         }
-        return series;
     }
 
     private static double[] values(List<Row> rows, ToDoubleFunction<Row> f) {
         return rows.stream().mapToDouble(f).toArray();
     }
 
-    /** Median wall time per loader and step time, min-max whiskers, the median bound dashed. */
-    LineChart wallChart() {
-        List<LineChart.Series> series = perLoader(Row::wallS, Row::wallMin, Row::wallMax);
-        series.add(
-                new LineChart.Series(
-                        "bound (median)",
-                        BOUND_COLOUR,
-                        steps.clone(),
-                        boundPerStep.clone(),
-                        null,
-                        null,
-                        true));
-        return new LineChart(
-                "Wall time against simulated accelerator step",
-                "median of "
-                        + runCount()
-                        + " run(s) per point, whiskers min-max; dashed: bound_s, which no loader can beat",
-                "simulated accelerator step (ms)",
-                "wall time (s)",
-                series,
-                0);
+    /** A chart of one value per loader against the step time; {@code note} ends the title. */
+    private XYChart chart(String title, String note, String yAxisTitle) {
+        XYChart chart =
+                ChartFiles.lineChart(
+                        WIDTH,
+                        HEIGHT,
+                        title + " (median of " + runCount() + " run(s) per point" + note + ")",
+                        "simulated accelerator step (ms)",
+                        yAxisTitle);
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
+        chart.getStyler().setLegendLayout(Styler.LegendLayout.Horizontal);
+        chart.getStyler().setErrorBarsColorSeriesColor(true);
+        chart.getStyler().setMarkerSize(9);
+        return chart;
     }
 
-    /** Median accelerator busy % per loader and step time. */
-    LineChart busyChart() {
-        return new LineChart(
-                "Accelerator busy against simulated accelerator step",
-                "median of "
-                        + runCount()
-                        + " run(s) per point; busy = time in training steps / (devices x wall time)",
-                "simulated accelerator step (ms)",
-                "accelerator busy (%)",
-                perLoader(Row::busyPercent, null, null),
-                100);
+    /**
+     * Median wall time per loader and step time, min-max whiskers, and the median bound dashed
+     * ({@link #BOUND}).
+     */
+    XYChart wallChart() {
+        XYChart chart =
+                chart(
+                        "Wall time against simulated accelerator step",
+                        ", whiskers min-max",
+                        "wall time (s)");
+        perLoader(chart, Row::wallS, Row::wallMin, Row::wallMax);
+        XYSeries bound = chart.addSeries(BOUND, steps.clone(), boundPerStep.clone());
+        bound.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
+        bound.setMarker(SeriesMarkers.NONE);
+        bound.setLineColor(BOUND_COLOUR);
+        bound.setLineStyle(DASHED);
+        return chart;
+    }
+
+    /**
+     * Median accelerator busy % per loader and step time (busy: time in training steps / (devices x
+     * wall time)), on an axis to 100.
+     */
+    XYChart busyChart() {
+        XYChart chart =
+                chart(
+                        "Accelerator busy against simulated accelerator step",
+                        "",
+                        "accelerator busy (%)");
+        chart.getStyler().setYAxisMax(100.0);
+        perLoader(chart, Row::busyPercent, null, null);
+        return chart;
     }
 
     /**
@@ -396,23 +460,9 @@ public final class BenchPlots {
     public List<Path> write(Path dir) throws IOException {
         Files.createDirectories(dir);
         List<Path> written = new ArrayList<>();
-        LineChart[] charts = {wallChart(), busyChart()};
+        XYChart[] charts = {wallChart(), busyChart()};
         for (int k = 0; k < charts.length; k++) {
-            Path file = dir.resolve(FILES.get(k));
-            BufferedImage image;
-            try {
-                image = charts[k].render();
-            } catch (Error | RuntimeException e) {
-                IOException fonts = ChartFiles.noFonts(e);
-                if (fonts != null) {
-                    throw fonts;
-                }
-                throw e;
-            }
-            if (!ImageIO.write(image, "png", file.toFile())) {
-                throw new IOException(file + ": no PNG writer in this JVM");
-            }
-            written.add(file);
+            written.add(ChartFiles.save(charts[k], dir.resolve(FILES.get(k))));
         }
         return written;
     }

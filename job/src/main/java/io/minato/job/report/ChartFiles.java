@@ -1,5 +1,6 @@
 package io.minato.job.report;
 
+import java.awt.Color;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
@@ -7,11 +8,14 @@ import java.nio.file.Path;
 import java.util.Locale;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.BitmapEncoder.BitmapFormat;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.internal.chartpart.Chart;
 
 /**
- * Writing an XChart plot as PNG, where a machine without fonts gets one line saying what to install
- * instead of Java 2D's stack trace (the last line printed).
+ * What the XChart plots share ({@link RunPlots}, {@link BenchPlots}, {@link SoakPlot}): a line
+ * chart on white with both axes from 0, and writing a chart as PNG, where a machine without fonts
+ * gets one line saying what to install instead of Java 2D's stack trace.
  */
 final class ChartFiles {
     static {
@@ -20,6 +24,23 @@ final class ChartFiles {
     }
 
     private ChartFiles() {}
+
+    /** A line chart of {@code width} x {@code height} pixels whose axes start at 0. */
+    static XYChart lineChart(
+            int width, int height, String title, String xAxisTitle, String yAxisTitle) {
+        XYChart chart =
+                new XYChartBuilder()
+                        .width(width)
+                        .height(height)
+                        .title(title)
+                        .xAxisTitle(xAxisTitle)
+                        .yAxisTitle(yAxisTitle)
+                        .build();
+        chart.getStyler().setXAxisMin(0.0);
+        chart.getStyler().setYAxisMin(0.0);
+        chart.getStyler().setChartBackgroundColor(Color.WHITE);
+        return chart;
+    }
 
     /**
      * Writes {@code chart} as PNG to {@code file} (its folder created if missing); returns {@code

@@ -1,7 +1,7 @@
 package io.minato.job.report;
 
+import java.awt.BasicStroke;
 import java.awt.Color;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -9,13 +9,26 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import javax.imageio.ImageIO;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
  * The memory curve of a soak ({@code scripts/soak}'s soak.csv): resident memory, its anonymous part
- * (heap, native buffers: what a leak would grow) and the Java heap, in MB against minutes.
+ * (heap, native buffers: what a leak would grow) and the Java heap, in MB against minutes. Drawn
+ * with XChart.
  */
 public final class SoakPlot {
+    /** The plot {@link #write} makes. */
+    public static final String FILE = "soak.png";
+
+    static final int WIDTH = 960;
+    static final int HEIGHT = 600;
+
+    private static final BasicStroke LINE =
+            new BasicStroke(2.5f, BasicStroke.CAP_ROUND, BasicStroke.JOIN_ROUND);
+
     /** The columns drawn, as scripts/soak names them, with their legend names and colours. */
     private static final String[][] COLUMNS = {
         {"rss_mb", "resident (RSS)", "1f77b4"},
@@ -76,44 +89,46 @@ public final class SoakPlot {
         return new SoakPlot(minutes, columns);
     }
 
-    LineChart chart() {
-        List<LineChart.Series> series = new ArrayList<>();
+    /**
+     * The columns with a value in every reading against minutes, named as in {@link #COLUMNS} (one
+     * without, from a soak without jcmd, is left out: the line would lie).
+     */
+    XYChart chart() {
+        XYChart chart =
+                ChartFiles.lineChart(
+                        WIDTH,
+                        HEIGHT,
+                        "Memory of a long run (one reading every "
+                                + (minutes.length > 1
+                                        ? Math.round((minutes[1] - minutes[0]) * 60) + " s"
+                                        : "run")
+                                + "; anonymous memory is what a leak would grow)",
+                        "minutes",
+                        "MB");
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS);
+        chart.getStyler().setLegendLayout(Styler.LegendLayout.Horizontal);
+        chart.getStyler().setMarkerSize(6);
         for (int c = 0; c < COLUMNS.length; c++) {
             double[] y = columns.get(c);
             if (Arrays.stream(y).anyMatch(Double::isNaN)) {
-                continue; // a reading without it (no jcmd): the line would lie
+                continue;
             }
-            series.add(
-                    new LineChart.Series(
-                            COLUMNS[c][1],
-                            new Color(Integer.parseInt(COLUMNS[c][2], 16)),
-                            minutes,
-                            y,
-                            null,
-                            null,
-                            false));
+            XYSeries s = chart.addSeries(COLUMNS[c][1], minutes.clone(), y.clone());
+            s.setXYSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
+            s.setMarker(SeriesMarkers.CIRCLE);
+            Color colour = new Color(Integer.parseInt(COLUMNS[c][2], 16));
+            s.setLineColor(colour);
+            s.setMarkerColor(colour);
+            s.setLineStyle(LINE);
         }
-        return new LineChart(
-                "Memory of a long run",
-                "one reading every "
-                        + (minutes.length > 1
-                                ? Math.round((minutes[1] - minutes[0]) * 60) + " s"
-                                : "run")
-                        + "; anonymous memory is what a leak would grow",
-                "minutes",
-                "MB",
-                series,
-                0);
+        return chart;
     }
 
-    /** Writes soak.png into {@code dir}; returns its path. */
+    /**
+     * Writes soak.png into {@code dir} (created if missing); returns its path. Text needs a font:
+     * without one this fails with an IOException saying what to install.
+     */
     public Path write(Path dir) throws IOException {
-        Files.createDirectories(dir);
-        Path file = dir.resolve("soak.png");
-        BufferedImage image = chart().render();
-        if (!ImageIO.write(image, "png", file.toFile())) {
-            throw new IOException(file + ": no PNG writer in this JVM");
-        }
-        return file;
+        return ChartFiles.save(chart(), dir.resolve(FILE));
     }
 }

@@ -16,16 +16,16 @@ import javax.imageio.ImageIO;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYSeries;
 
-/** The table and plots of a small synthetic bench.json ({@link BenchFixture}), read back. */
+/**
+ * The table and plots of a small synthetic bench.json ({@link BenchFixture}): the PNGs read back,
+ * and the charts' series against the medians the fixture makes.
+ */
 class BenchPlotsTest {
-    /** Inside the frame, clear of its lines: only data and grid are drawn here. */
-    private static final Rectangle INSIDE =
-            new Rectangle(
-                    LineChart.FRAME.x + 2,
-                    LineChart.FRAME.y + 2,
-                    LineChart.FRAME.width - 4,
-                    LineChart.FRAME.height - 4);
+    /** The whole image. */
+    private static final Rectangle ALL = new Rectangle(0, 0, BenchPlots.WIDTH, BenchPlots.HEIGHT);
 
     @TempDir static Path dir;
     static BenchPlots plots;
@@ -59,127 +59,123 @@ class BenchPlotsTest {
     }
 
     @Test
-    void shouldWriteTwoPngsOfTheChartSizeWithTextAboveThePlot() {
+    void shouldWriteTwoPngsOfTheChartSizeWithTitleAndEachLoadersLine() {
         for (BufferedImage image : List.of(wall, busy)) {
-            assertThat(image.getWidth()).isEqualTo(LineChart.WIDTH);
-            assertThat(image.getHeight()).isEqualTo(LineChart.HEIGHT);
-            // The title: dark pixels in the band above the frame, so fonts rendered.
-            assertThat(count(image, new Rectangle(0, 0, LineChart.WIDTH, 40), Color.BLACK, 80))
+            assertThat(image.getWidth()).isEqualTo(BenchPlots.WIDTH);
+            assertThat(image.getHeight()).isEqualTo(BenchPlots.HEIGHT);
+            // The title: dark pixels in the band at the top, so fonts rendered.
+            assertThat(count(image, new Rectangle(0, 0, BenchPlots.WIDTH, 30), Color.BLACK, 80))
                     .isGreaterThan(100);
-            // Tick labels left of the frame, the legend's names right of it.
-            assertThat(count(image, new Rectangle(0, 60, 80, 460), Color.BLACK, 80))
-                    .isGreaterThan(50);
-            assertThat(count(image, new Rectangle(770, 60, 190, 100), Color.BLACK, 80))
-                    .isGreaterThan(50);
-        }
-    }
-
-    @Test
-    void shouldDrawEachLoaderInItsOwnColourInsideThePlot() {
-        assertThat(BenchPlots.colour(0)).isNotEqualTo(BenchPlots.colour(1));
-        for (BufferedImage image : List.of(wall, busy)) {
             for (int l = 0; l < 2; l++) {
-                assertThat(count(image, INSIDE, BenchPlots.colour(l), 30))
+                assertThat(count(image, ALL, BenchPlots.colour(l), 30))
                         .as("loader %d", l)
                         .isGreaterThan(500);
             }
         }
+        assertThat(count(wall, ALL, BenchPlots.BOUND_COLOUR, 10)).isGreaterThan(200);
     }
 
     @Test
-    void shouldDrawTheWallLineUpWhereTheWallTimeGoesUp() {
-        LineChart chart = plots.wallChart();
-        assertThat(chart.yMax()).isEqualTo(10);
-        assertThat(chart.xMax()).isEqualTo(100);
-        Rectangle left = new Rectangle(INSIDE.x, INSIDE.y, INSIDE.width / 4, INSIDE.height);
-        Rectangle right =
-                new Rectangle(
-                        INSIDE.x + 3 * INSIDE.width / 4, INSIDE.y, INSIDE.width / 4, INSIDE.height);
-        // Rows grow downwards: minato (2.5 s, then 8.5 s) sits higher on the right.
-        assertThat(meanRow(wall, right, BenchPlots.colour(0)))
-                .isLessThan(meanRow(wall, left, BenchPlots.colour(0)) - 100);
-        // inorder (6.5 s, then 4.5 s) lower on the right.
-        assertThat(meanRow(wall, right, BenchPlots.colour(1)))
-                .isGreaterThan(meanRow(wall, left, BenchPlots.colour(1)) + 40);
-        // And every median's marker is where the axes put it.
-        for (BenchPlots.Row r : plots.rows()) {
-            Color c = BenchPlots.colour(plots.loaders().indexOf(r.loader()));
-            assertThat(at(wall, chart.px(r.stepMs()), chart.py(r.wallS()), c))
-                    .as("marker of %s", r)
-                    .isTrue();
+    void shouldPlotEachLoadersMedianWallTimeAtEachStepInItsColour() {
+        XYChart chart = plots.wallChart();
+        assertThat(chart.getTitle())
+                .isEqualTo(
+                        "Wall time against simulated accelerator step (median of 2 run(s) per"
+                                + " point, whiskers min-max)");
+        assertThat(chart.getXAxisTitle()).isEqualTo("simulated accelerator step (ms)");
+        assertThat(chart.getYAxisTitle()).isEqualTo("wall time (s)");
+        assertThat(chart.getSeriesMap().keySet())
+                .containsExactly(
+                        "minato",
+                        "minato" + BenchPlots.WHISKERS,
+                        "inorder",
+                        "inorder" + BenchPlots.WHISKERS,
+                        BenchPlots.BOUND);
+        XYSeries minato = chart.getSeriesMap().get("minato");
+        assertThat(minato.getXData()).containsExactly(0, 100);
+        assertThat(minato.getYData()).containsExactly(2.5, 8.5);
+        assertThat(minato.getLineColor()).isEqualTo(BenchPlots.colour(0));
+        assertThat(minato.getMarkerColor()).isEqualTo(BenchPlots.colour(0));
+        assertThat(minato.isShowInLegend()).isTrue();
+        XYSeries inorder = chart.getSeriesMap().get("inorder");
+        assertThat(inorder.getXData()).containsExactly(0, 100);
+        assertThat(inorder.getYData()).containsExactly(6.5, 4.5);
+        assertThat(inorder.getLineColor()).isEqualTo(BenchPlots.colour(1));
+        assertThat(chart.getStyler().getXAxisMin()).isZero();
+        assertThat(chart.getStyler().getYAxisMin()).isZero();
+    }
+
+    @Test
+    void shouldDrawWhiskersFromTheFastestToTheSlowestRunOutOfTheLegend() {
+        XYChart chart = plots.wallChart();
+        XYSeries minato = chart.getSeriesMap().get("minato" + BenchPlots.WHISKERS);
+        XYSeries inorder = chart.getSeriesMap().get("inorder" + BenchPlots.WHISKERS);
+        // From min to max at each step, a gap (NaN) before the next step's.
+        assertThat(minato.getYData()).containsExactly(2, 3, Double.NaN, 8, 9, Double.NaN);
+        assertThat(inorder.getYData()).containsExactly(6, 7, Double.NaN, 4, 5, Double.NaN);
+        double dodge = BenchPlots.DODGE * 100;
+        for (int k = 0; k < 6; k++) {
+            double step = k < 3 ? 0 : 100;
+            assertThat(minato.getXData()[k]).isCloseTo(step - dodge / 2, offset(1e-9));
+            assertThat(inorder.getXData()[k]).isCloseTo(step + dodge / 2, offset(1e-9));
         }
+        assertThat(minato.getLineColor()).isEqualTo(BenchPlots.colour(0));
+        assertThat(inorder.getLineColor()).isEqualTo(BenchPlots.colour(1));
+        assertThat(minato.isShowInLegend()).isFalse();
+        assertThat(inorder.isShowInLegend()).isFalse();
+        // Error bars of 0 at each end: XChart caps them.
+        assertThat(minato.getExtraValues()).hasSize(6).containsOnly(0);
     }
 
     @Test
-    void shouldDrawWhiskersFromTheFastestToTheSlowestRun() {
-        LineChart chart = plots.wallChart();
-        // minato at 100 ms: 8 s to 9 s, about 40 pixels; its marker alone is 9.
-        int x = (int) Math.round(chart.px(100));
-        Rectangle column = new Rectangle(x - 6, INSIDE.y, 12, INSIDE.height);
-        int[] rows = rowRange(wall, column, BenchPlots.colour(0));
-        assertThat((double) rows[0]).isCloseTo(chart.py(9), offset(3.0));
-        assertThat((double) rows[1]).isCloseTo(chart.py(8), offset(3.0));
-        // ... unbroken between them, not just caps and a marker.
-        for (int y = (int) chart.py(9) + 2; y < chart.py(8) - 2; y++) {
-            Rectangle row = new Rectangle(column.x, y, column.width, 1);
-            assertThat(count(wall, row, BenchPlots.colour(0), 30)).as("row %d", y).isPositive();
-        }
+    void shouldDrawTheMedianBoundDashed() {
+        XYSeries bound = plots.wallChart().getSeriesMap().get(BenchPlots.BOUND);
+        assertThat(bound.getXData()).containsExactly(0, 100);
+        assertThat(bound.getYData()).containsExactly(1, 3);
+        assertThat(bound.getLineColor()).isEqualTo(BenchPlots.BOUND_COLOUR);
+        assertThat(bound.getLineStyle().getDashArray()).isNotEmpty();
+        assertThat(plots.wallChart().getSeriesMap().get("minato").getLineStyle().getDashArray())
+                .isNull();
     }
 
     @Test
-    void shouldDrawTheMedianBoundAsADashedLineBelowTheLoaders() {
-        LineChart chart = plots.wallChart();
-        int from = (int) chart.px(0) + 15;
-        int to = (int) chart.px(100) - 15;
-        int columns = 0;
-        for (int x = from; x < to; x++) {
-            if (count(
-                            wall,
-                            new Rectangle(x, INSIDE.y, 1, INSIDE.height),
-                            BenchPlots.BOUND_COLOUR,
-                            30)
-                    > 0) {
-                columns++;
-            }
-        }
-        // Dashes of 9 pixels, gaps of 6.
-        assertThat(columns).isBetween((to - from) * 3 / 10, (to - from) * 9 / 10);
-        // Through 1 s at 0 ms and 3 s at 100 ms: 2 s in the middle.
-        Rectangle middle = new Rectangle((from + to) / 2 - 20, INSIDE.y, 40, INSIDE.height);
-        assertThat(meanRow(wall, middle, BenchPlots.BOUND_COLOUR))
-                .isCloseTo(chart.py(2), offset(4.0));
+    void shouldPlotBusyPercentOnAnAxisToOneHundredWithoutWhiskers() {
+        XYChart chart = plots.busyChart();
+        assertThat(chart.getTitle())
+                .isEqualTo(
+                        "Accelerator busy against simulated accelerator step (median of 2 run(s)"
+                                + " per point)");
+        assertThat(chart.getYAxisTitle()).isEqualTo("accelerator busy (%)");
+        assertThat(chart.getStyler().getYAxisMax()).isEqualTo(100);
+        assertThat(chart.getSeriesMap().keySet()).containsExactly("minato", "inorder");
+        assertThat(chart.getSeriesMap().get("minato").getXData()).containsExactly(0, 100);
+        assertThat(chart.getSeriesMap().get("minato").getYData())
+                .usingComparatorWithPrecision(1e-9)
+                .containsExactly(6, 85);
+        assertThat(chart.getSeriesMap().get("inorder").getYData())
+                .usingComparatorWithPrecision(1e-9)
+                .containsExactly(10, 50);
     }
 
     @Test
-    void shouldPlotBusyPercentOnAnAxisToOneHundred() {
-        LineChart chart = plots.busyChart();
-        assertThat(chart.yMax()).isEqualTo(100);
-        for (BenchPlots.Row r : plots.rows()) {
-            Color c = BenchPlots.colour(plots.loaders().indexOf(r.loader()));
-            assertThat(at(busy, chart.px(r.stepMs()), chart.py(r.busyPercent()), c))
-                    .as("marker of %s", r)
-                    .isTrue();
-        }
-        Rectangle left = new Rectangle(INSIDE.x, INSIDE.y, INSIDE.width / 4, INSIDE.height);
-        Rectangle right =
-                new Rectangle(
-                        INSIDE.x + 3 * INSIDE.width / 4, INSIDE.y, INSIDE.width / 4, INSIDE.height);
-        assertThat(meanRow(busy, right, BenchPlots.colour(0)))
-                .isLessThan(meanRow(busy, left, BenchPlots.colour(0)) - 200);
-    }
-
-    @Test
-    void shouldEndAxesAtRoundNumbersWithFewTicks() {
-        assertThat(LineChart.axis(100)).containsExactly(100, 20);
-        assertThat(LineChart.axis(160)).containsExactly(160, 20);
-        assertThat(LineChart.axis(9.3)).containsExactly(10, 2);
-        assertThat(LineChart.axis(0.37)).containsExactly(0.4, 0.05);
-        assertThat(LineChart.axis(20)).containsExactly(20, 5);
-        assertThat(LineChart.axis(45)).containsExactly(50, 10);
-        assertThat(LineChart.axis(0)).containsExactly(1, 0.2);
-        assertThat(LineChart.tick(40, 20)).isEqualTo("40");
-        assertThat(LineChart.tick(7.5, 2.5)).isEqualTo("7.5");
-        assertThat(LineChart.tick(0.1, 0.05)).isEqualTo("0.10");
+    void shouldPlotOnlyTheStepsALoaderRanAndSayWhenRowsHaveFewerRuns() throws Exception {
+        // Without minato's second run at 100 ms and all of inorder's at 100 ms.
+        List<BenchPlots.Run> runs =
+                BenchPlots.read(dir.resolve("bench.json")).stream()
+                        .filter(r -> r.stepMs() == 0 || r.loader().equals("minato") && r.rep() == 1)
+                        .toList();
+        BenchPlots fewer = new BenchPlots(runs);
+        XYChart chart = fewer.wallChart();
+        assertThat(chart.getTitle()).contains("median of 1-2 run(s) per point");
+        assertThat(chart.getSeriesMap().get("minato").getXData()).containsExactly(0, 100);
+        assertThat(chart.getSeriesMap().get("minato").getYData()).containsExactly(2.5, 8);
+        assertThat(chart.getSeriesMap().get("inorder").getXData()).containsExactly(0);
+        assertThat(chart.getSeriesMap().get("inorder" + BenchPlots.WHISKERS).getYData())
+                .containsExactly(6, 7, Double.NaN);
+        // The bound's median over the runs at each step, whichever loader ran them.
+        assertThat(chart.getSeriesMap().get(BenchPlots.BOUND).getYData()).containsExactly(1, 3);
+        assertThat(fewer.write(dir.resolve("fewer")))
+                .containsExactly(dir.resolve("fewer/wall.png"), dir.resolve("fewer/busy.png"));
     }
 
     @Test
@@ -227,41 +223,6 @@ class BenchPlotsTest {
             }
         }
         return n;
-    }
-
-    private static double meanRow(BufferedImage image, Rectangle area, Color c) {
-        long sum = 0;
-        int n = 0;
-        for (int y = area.y; y < area.y + area.height; y++) {
-            for (int x = area.x; x < area.x + area.width; x++) {
-                if (near(image.getRGB(x, y), c, 30)) {
-                    sum += y;
-                    n++;
-                }
-            }
-        }
-        assertThat(n).as("pixels of %s in %s", c, area).isPositive();
-        return (double) sum / n;
-    }
-
-    /** The first and last row holding colour {@code c} in {@code area}. */
-    private static int[] rowRange(BufferedImage image, Rectangle area, Color c) {
-        int first = -1;
-        int last = -1;
-        for (int y = area.y; y < area.y + area.height; y++) {
-            for (int x = area.x; x < area.x + area.width; x++) {
-                if (near(image.getRGB(x, y), c, 30)) {
-                    first = first < 0 ? y : first;
-                    last = y;
-                }
-            }
-        }
-        return new int[] {first, last};
-    }
-
-    /** Whether the pixel at (x, y) is of colour {@code c}. */
-    private static boolean at(BufferedImage image, double x, double y, Color c) {
-        return near(image.getRGB((int) Math.round(x), (int) Math.round(y)), c, 30);
     }
 
     private static boolean near(int rgb, Color c, int tolerance) {
