@@ -60,6 +60,16 @@ class PlotCommandTest {
     }
 
     @Test
+    void shouldRefuseAMalformedSoakCsvInOneLineWithStatus3() throws Exception {
+        Path csv = Files.writeString(dir.resolve("soak.csv"), "seconds,rss_mb\n0,500\n");
+        var run = MainTest.run("plot", "--soak", csv.toString());
+        assertThat(run.status()).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(run.err().strip())
+                .isEqualTo("error: " + csv + ": no column anon_mb in its header");
+        assertThat(dir.resolve("soak.png")).doesNotExist();
+    }
+
+    @Test
     void shouldAskForBenchInOneLine() {
         var run = MainTest.run("plot");
         assertThat(run.status()).isEqualTo(2);

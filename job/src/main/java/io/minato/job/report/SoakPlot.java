@@ -1,10 +1,13 @@
 package io.minato.job.report;
 
+import io.minato.data.BadInputException;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -48,24 +51,33 @@ public final class SoakPlot {
     /**
      * Reads soak.csv.
      *
-     * @throws IOException naming the file and the line that is not a reading
+     * @throws BadInputException one line naming the file (and the line that is not a reading)
      */
-    public static SoakPlot read(Path csv) throws IOException {
-        List<String> lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
+    public static SoakPlot read(Path csv) throws BadInputException {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new BadInputException(csv, "no such file (scripts/soak writes it)");
+        } catch (CharacterCodingException e) {
+            throw new BadInputException(csv, "not UTF-8 text");
+        } catch (IOException e) {
+            throw new BadInputException(csv, "cannot read it: " + e.getMessage());
+        }
         if (lines.isEmpty()) {
-            throw new IOException(csv + ": empty, not a soak.csv");
+            throw new BadInputException(csv, "empty, not a soak.csv");
         }
         List<String> header = Arrays.asList(lines.get(0).split(",", -1));
         int[] at = new int[COLUMNS.length];
         for (int c = 0; c < COLUMNS.length; c++) {
             at[c] = header.indexOf(COLUMNS[c][0]);
             if (at[c] < 0) {
-                throw new IOException(csv + ": no column " + COLUMNS[c][0] + " in its header");
+                throw new BadInputException(csv, "no column " + COLUMNS[c][0] + " in its header");
             }
         }
         int seconds = header.indexOf("seconds");
         if (seconds < 0) {
-            throw new IOException(csv + ": no column seconds in its header");
+            throw new BadInputException(csv, "no column seconds in its header");
         }
         int n = lines.size() - 1;
         double[] minutes = new double[n];
@@ -82,8 +94,8 @@ public final class SoakPlot {
                             f[at[c]].isEmpty() ? Double.NaN : Double.parseDouble(f[at[c]]);
                 }
             } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
-                throw new IOException(
-                        csv + " line " + (k + 2) + ": not a reading: " + lines.get(k + 1), e);
+                throw new BadInputException(
+                        csv, "line " + (k + 2) + " is not a reading: " + lines.get(k + 1));
             }
         }
         return new SoakPlot(minutes, columns);

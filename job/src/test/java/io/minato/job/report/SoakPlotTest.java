@@ -3,8 +3,8 @@ package io.minato.job.report;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.minato.data.BadInputException;
 import java.awt.image.BufferedImage;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import javax.imageio.ImageIO;
@@ -21,7 +21,7 @@ class SoakPlotTest {
     @TempDir Path dir;
 
     @Test
-    void shouldDrawTheReadingsOfASoak() throws IOException {
+    void shouldDrawTheReadingsOfASoak() throws Exception {
         Path csv = dir.resolve("soak.csv");
         Files.writeString(
                 csv,
@@ -61,7 +61,7 @@ class SoakPlotTest {
     }
 
     @Test
-    void shouldLeaveOutAColumnMissingFromAReading() throws IOException {
+    void shouldLeaveOutAColumnMissingFromAReading() throws Exception {
         // No jcmd: the heap columns are empty.
         Path csv = dir.resolve("soak.csv");
         Files.writeString(
@@ -74,12 +74,12 @@ class SoakPlotTest {
     }
 
     @Test
-    void shouldNameTheFileAndLineOfAReadingThatIsNone() throws IOException {
+    void shouldNameTheFileAndLineOfAReadingThatIsNone() throws Exception {
         Path csv = dir.resolve("soak.csv");
         Files.writeString(csv, HEADER + "0,500,440,43,23,99.1,468,95,100,50\n60,lots,590\n");
         assertThatThrownBy(() -> SoakPlot.read(csv))
-                .isInstanceOf(IOException.class)
-                .hasMessage(csv + " line 3: not a reading: 60,lots,590");
+                .isInstanceOf(BadInputException.class)
+                .hasMessage(csv + ": line 3 is not a reading: 60,lots,590");
 
         Files.writeString(csv, "seconds,rss_mb\n0,500\n");
         assertThatThrownBy(() -> SoakPlot.read(csv))
@@ -87,5 +87,13 @@ class SoakPlotTest {
 
         Files.writeString(csv, "");
         assertThatThrownBy(() -> SoakPlot.read(csv)).hasMessage(csv + ": empty, not a soak.csv");
+
+        Files.write(csv, new byte[] {(byte) 0xff, (byte) 0xfe, 's'});
+        assertThatThrownBy(() -> SoakPlot.read(csv)).hasMessage(csv + ": not UTF-8 text");
+
+        Path missing = dir.resolve("none.csv");
+        assertThatThrownBy(() -> SoakPlot.read(missing))
+                .isInstanceOf(BadInputException.class)
+                .hasMessage(missing + ": no such file (scripts/soak writes it)");
     }
 }
