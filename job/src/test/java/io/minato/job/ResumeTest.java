@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -120,6 +121,63 @@ class ResumeTest {
         assertThat(RunArgs.latestCheckpoint(run).getParent()).isEqualTo(savepoints);
 
         resumeAndCheckEverySampleTrainedOnce(run, report, trace);
+    }
+
+    /**
+     * The disk of the run directory fills up mid-run (a small tmpfs, filled by another writer once
+     * the run has checkpointed): the run ends in one line saying how to go on, and once the filler
+     * is deleted, {@code --resume} trains the rest, every (epoch, index) once. Mounting needs root
+     * (as this machine and CI have); elsewhere the test is skipped, saying why.
+     */
+    @Test
+    void shouldResumeARunWhoseDiskFilledUpOnceSpaceIsFreed(@TempDir Path dir) throws Exception {
+        Path small = Files.createDirectories(dir.resolve("small"));
+        Process mount =
+                new ProcessBuilder(
+                                "mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", small.toString())
+                        .redirectErrorStream(true)
+                        .start();
+        String mountSaid =
+                new String(mount.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        Assumptions.assumeTrue(
+                mount.waitFor() == 0, "cannot mount a small tmpfs here: " + mountSaid.strip());
+        try {
+            Path run = small.resolve("run");
+            Path report = dir.resolve("report.json");
+            Path trace = dir.resolve("trace.csv");
+            Path log = dir.resolve("full.log");
+            Process full = startMain(List.of(), trainArgs(run, report, trace, "--no-web-ui"), log);
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+            while (checkpointsDone(run) < 3 && full.isAlive() && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertThat(full.isAlive()).as(Files.readString(log)).isTrue();
+            Path filler = small.resolve("filler");
+            try (var out = Files.newOutputStream(filler)) {
+                byte[] mib = new byte[1 << 20];
+                while (true) {
+                    out.write(mib);
+                }
+            } catch (java.io.IOException noSpace) {
+                assertThat(noSpace).hasMessageContaining("No space left on device");
+            }
+            assertThat(full.waitFor(2, TimeUnit.MINUTES)).as(Files.readString(log)).isTrue();
+            String said = Files.readString(log).strip();
+            assertThat(full.exitValue()).as(said).isEqualTo(1);
+            assertThat(said.lines().reduce((a, b) -> b).orElse(""))
+                    .startsWith("error: ")
+                    .contains("o space left on")
+                    .endsWith(
+                            "what the run wrote stays in "
+                                    + run
+                                    + ": free space, then continue it with --resume "
+                                    + run);
+            Files.delete(filler);
+
+            resumeAndCheckEverySampleTrainedOnce(run, report, trace);
+        } finally {
+            new ProcessBuilder("umount", "-l", small.toString()).start().waitFor();
+        }
     }
 
     private static List<String> trainArgs(Path run, Path report, Path trace, String... more) {
