@@ -17,6 +17,17 @@ public interface Accelerator extends AutoCloseable {
      */
     StepResult train(Batch batch) throws Exception;
 
+    /**
+     * Trains on {@code batch} as {@link #train(Batch)}, told the batch that comes next when the
+     * writer already holds it (null otherwise): an accelerator may stage that one's bytes while the
+     * device computes this step (a GPU runs the step's kernels while the host is free). The next
+     * batch's patches stay untouched until its own step ends; it may still not come next (the job
+     * fails over), so a staged batch is used only for that very batch.
+     */
+    default StepResult train(Batch batch, Batch next) throws Exception {
+        return train(batch);
+    }
+
     /** "simulated", "cpu" or "gpu": the report's {@code accelerator.kind}. */
     String kind();
 

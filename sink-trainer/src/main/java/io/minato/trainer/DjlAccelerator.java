@@ -15,6 +15,7 @@ import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.Trainer;
+import io.minato.loader.SampleRecipe;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.trainer.gpu.DeviceSpec;
@@ -279,8 +280,11 @@ public final class DjlAccelerator implements Accelerator {
     private long bufferLength;
     private boolean[] trainable; // per parameter of the block, in its order
     private DeviceSgd sgd;
-    private ByteBuffer imageBuffer; // the batch's bytes on their way to the device, reused
-    private ByteBuffer labelBuffer;
+    // The batch's bytes on their way to the device, in reused direct buffers: the step's pair,
+    // and the pair the next batch is staged in while the device computes.
+    private final Inputs[] inputs = {new Inputs(), new Inputs()};
+    private int current;
+    private long stagedSteps;
     private long step; // global steps applied
     private byte[] pendingRestore;
 
@@ -325,12 +329,24 @@ public final class DjlAccelerator implements Accelerator {
 
     @Override
     public StepResult train(Batch batch) throws InterruptedException {
+        return train(batch, null);
+    }
+
+    @Override
+    public StepResult train(Batch batch, Batch next) throws InterruptedException {
         long start = System.nanoTime();
         initialize();
         int samples = batch.samples().size();
         try (NDManager scope = trainer.getManager().newSubManager()) {
-            NDArray x = images(batch, scope);
-            NDArray y = labels(batch, scope);
+            Inputs in = inputs[current];
+            if (in.staged != batch) {
+                in.stage(batch, settings.network());
+            } else {
+                stagedSteps++;
+            }
+            in.staged = null;
+            NDArray x = scope.create(in.images, in.imageShape, DataType.FLOAT32);
+            NDArray y = settings.network().labels(batch, in.labels, scope);
             // Not DJL's GradientCollector: it allows one collector per JVM, and replicas train at
             // the same time. Grad mode is per thread in libtorch.
             boolean gradMode = JniUtils.isGradMode();
@@ -366,6 +382,16 @@ public final class DjlAccelerator implements Accelerator {
                 applyAverage(average, scope);
             }
             zeroGradients();
+            // While a GPU runs the queued step, the host copies the next batch into the other
+            // pair of buffers (on the CPU this step has run already: it only comes earlier).
+            current = 1 - current;
+            if (next != null && next != batch && SampleRecipe.missing(next) == 0) {
+                try {
+                    inputs[current].stage(next, settings.network());
+                } catch (IllegalArgumentException e) {
+                    inputs[current].staged = null; // its own step says what is wrong with it
+                }
+            }
             // The one value that leaves the device per step; read after the update is queued.
             float loss = l.getFloat();
             return new StepResult(loss, busyNanos(System.nanoTime() - start, waited, device));
@@ -709,50 +735,58 @@ public final class DjlAccelerator implements Accelerator {
         }
     }
 
-    /**
-     * The batch's inputs in the network's layout ((N, 1, D, H, W) for the 3D-UNet, (N, C, H, W) for
-     * a 2D network) on the device: each patch copied once into a reused direct buffer, which
-     * libtorch reads in place on the CPU and copies once to a GPU.
-     */
-    private NDArray images(Batch batch, NDManager scope) {
-        var s = batch.samples().get(0).patch().shape();
-        Shape shape;
-        try {
-            shape = settings.network().inputShape(batch.samples().size(), s);
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(
-                    "batch " + batch.sequence() + " holds " + e.getMessage(), e);
-        }
-        int n = Math.toIntExact(s.voxels());
-        int bytes = Math.multiplyExact(Math.multiplyExact(n, batch.samples().size()), Float.BYTES);
-        if (imageBuffer == null || imageBuffer.capacity() < bytes) {
-            imageBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
-        }
-        ByteBuffer b = imageBuffer.clear().limit(bytes);
-        var floats = b.asFloatBuffer();
-        for (PreparedSample sample : batch.samples()) {
-            if (!sample.patch().shape().equals(s)) {
-                throw new IllegalArgumentException(
-                        "batch " + batch.sequence() + " mixes patch shapes");
-            }
-            floats.put(sample.patch().image());
-        }
-        return scope.create(b, shape, DataType.FLOAT32);
+    /** Steps whose batch was staged while the step before it ran (for tests). */
+    long stagedSteps() {
+        return stagedSteps;
     }
 
-    /** The batch's targets, back to back in a reused direct buffer, as the network's labels. */
-    private NDArray labels(Batch batch, NDManager scope) {
-        int bytes = 0;
-        for (PreparedSample sample : batch.samples()) {
-            bytes = Math.addExact(bytes, sample.patch().label().length);
+    /**
+     * A batch's inputs in the network's layout ((N, 1, D, H, W) for the 3D-UNet, (N, C, H, W) for a
+     * 2D network) and its targets, each patch copied once into reused direct buffers, which
+     * libtorch reads in place on the CPU and copies once to a GPU.
+     */
+    private static final class Inputs {
+        private ByteBuffer imageBuffer;
+        private ByteBuffer labelBuffer;
+        ByteBuffer images;
+        ByteBuffer labels;
+        Shape imageShape;
+        Batch staged; // the batch these buffers hold, until its step takes them
+
+        void stage(Batch batch, Network network) {
+            var s = batch.samples().get(0).patch().shape();
+            try {
+                imageShape = network.inputShape(batch.samples().size(), s);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(
+                        "batch " + batch.sequence() + " holds " + e.getMessage(), e);
+            }
+            int n = Math.toIntExact(s.voxels());
+            int bytes =
+                    Math.multiplyExact(Math.multiplyExact(n, batch.samples().size()), Float.BYTES);
+            if (imageBuffer == null || imageBuffer.capacity() < bytes) {
+                imageBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+            }
+            images = imageBuffer.clear().limit(bytes);
+            var floats = images.asFloatBuffer();
+            int labelBytes = 0;
+            for (PreparedSample sample : batch.samples()) {
+                if (!sample.patch().shape().equals(s)) {
+                    throw new IllegalArgumentException(
+                            "batch " + batch.sequence() + " mixes patch shapes");
+                }
+                floats.put(sample.patch().image());
+                labelBytes = Math.addExact(labelBytes, sample.patch().label().length);
+            }
+            if (labelBuffer == null || labelBuffer.capacity() < labelBytes) {
+                labelBuffer = ByteBuffer.allocateDirect(labelBytes).order(ByteOrder.nativeOrder());
+            }
+            labels = labelBuffer.clear().limit(labelBytes);
+            for (PreparedSample sample : batch.samples()) {
+                labels.put(sample.patch().label());
+            }
+            labels.flip();
+            staged = batch;
         }
-        if (labelBuffer == null || labelBuffer.capacity() < bytes) {
-            labelBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
-        }
-        ByteBuffer b = labelBuffer.clear().limit(bytes);
-        for (PreparedSample sample : batch.samples()) {
-            b.put(sample.patch().label());
-        }
-        return settings.network().labels(batch, b.flip(), scope);
     }
 }

@@ -450,6 +450,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         try {
             while (true) {
                 Batch batch;
+                Batch next;
                 lock.lock();
                 try {
                     while (!closing && (pendingSnapshots > 0 || (queue.isEmpty() && !idle()))) {
@@ -459,6 +460,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                         return;
                     }
                     batch = queue.peekFirst();
+                    next = queue.size() > 1 ? queue.stream().skip(1).findFirst().get() : null;
                     step = counters.steps();
                     stepRunning = true;
                 } finally {
@@ -474,7 +476,8 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 Batch full = materialized(batch);
                 long startMillis = System.currentTimeMillis();
                 long start = System.nanoTime();
-                StepResult result = accelerator.train(full);
+                // The next batch as queued now, for the accelerator to stage during this step.
+                StepResult result = accelerator.train(full, next);
                 long end = System.nanoTime();
                 long endMillis = System.currentTimeMillis();
                 // Trace lines only for completed steps, before the step counts as done, so that a

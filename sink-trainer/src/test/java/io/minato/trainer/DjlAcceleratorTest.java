@@ -167,6 +167,32 @@ class DjlAcceleratorTest {
         }
     }
 
+    /**
+     * The next batch, when the writer already holds it, is copied into the other pair of input
+     * buffers while the step runs (on a GPU, while its kernels run): training is the same, bit for
+     * bit, as without, and a staged batch that does not come next is not used.
+     */
+    @Test
+    void shouldStageTheNextBatchDuringAStepAndTrainExactlyAsWithout() throws Exception {
+        List<Batch> batches = List.of(batch(0), batch(1), batch(2), batch(3));
+        try (DjlAccelerator staged = new DjlAccelerator(SETTINGS);
+                DjlAccelerator plain = new DjlAccelerator(SETTINGS)) {
+            for (int i = 0; i < batches.size(); i++) {
+                Batch next = i + 1 < batches.size() ? batches.get(i + 1) : null;
+                assertThat(staged.train(batches.get(i), next).loss())
+                        .as("step %d", i)
+                        .isEqualTo(plain.train(batches.get(i)).loss());
+            }
+            assertThat(staged.stagedSteps()).isEqualTo(3);
+            // Batch 6 is staged, batch 7 comes (a failover, say): 7 is trained, not 6.
+            assertThat(staged.train(batch(5), batch(6)).loss())
+                    .isEqualTo(plain.train(batch(5)).loss());
+            assertThat(staged.train(batch(7), null).loss()).isEqualTo(plain.train(batch(7)).loss());
+            assertThat(staged.stagedSteps()).isEqualTo(3);
+            assertThat(staged.snapshot()).isEqualTo(plain.snapshot());
+        }
+    }
+
     /** A GPU waiting on the host for its replicas is idle; CPU replicas keep the whole step. */
     @Test
     void shouldCountOnlyTheDevicesOwnTimeAsBusyOnAGpu() {
@@ -260,17 +286,26 @@ class DjlAcceleratorTest {
     }
 
     private static Batch batch() {
+        return batch(0);
+    }
+
+    /** Batch {@code k}: a cube of foreground, brighter and shifted with {@code k}. */
+    private static Batch batch(int k) {
         Shape3 s = Shape3.cube(32);
         float[] image = new float[(int) s.voxels()];
         byte[] label = new byte[(int) s.voxels()];
         for (int i = 0; i < image.length; i++) {
-            boolean inside = i / 1024 >= 8 && i / 1024 < 24 && i / 32 % 32 >= 8 && i / 32 % 32 < 24;
-            image[i] = inside ? 1f : -1f;
+            boolean inside =
+                    i / 1024 >= 8 + k % 4
+                            && i / 1024 < 24
+                            && i / 32 % 32 >= 8
+                            && i / 32 % 32 < 24 - k % 3;
+            image[i] = inside ? 1f + 0.1f * k : -1f;
             label[i] = (byte) (inside ? 1 : 0);
         }
         return new Batch(
                 0,
-                0,
+                k,
                 List.of(
                         new PreparedSample(
                                 new SampleTask(1, 0, 0, 0),

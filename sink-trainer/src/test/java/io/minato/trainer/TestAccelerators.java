@@ -26,6 +26,12 @@ final class TestAccelerators {
         }
 
         @Override
+        public StepResult train(Batch batch, Batch next) throws InterruptedException {
+            gate.nexts.add(next == null ? -1L : next.sequence());
+            return train(batch);
+        }
+
+        @Override
         public StepResult train(Batch batch) throws InterruptedException {
             long start = System.nanoTime();
             gate.started.incrementAndGet();
@@ -56,6 +62,10 @@ final class TestAccelerators {
     static final class Gate implements AcceleratorFactory {
         final transient Semaphore permits = new Semaphore(0);
         final transient List<Batch> trained = new CopyOnWriteArrayList<>();
+
+        /** Per step, the sequence of the next batch the writer named (-1: none). */
+        final transient List<Long> nexts = new CopyOnWriteArrayList<>();
+
         final transient AtomicInteger started = new AtomicInteger();
         volatile long restoredSteps = -1;
 

@@ -77,6 +77,26 @@ class TrainerSinkWriterTest {
         assertThat(w.queued()).isEqualTo(2);
     }
 
+    /** Each step is told the batch queued behind it, for the accelerator to stage meanwhile. */
+    @Test
+    void shouldNameTheQueuedNextBatchToEachStep() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 3), new FakeTrainerContext(0, 1));
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    for (int i = 0; i < 3; i++) {
+                        w.write(batch(0, i));
+                    }
+                });
+        await(() -> gate.started.get() == 1);
+        gate.open(3);
+        await(() -> w.counters().steps() == 3);
+        // The first step may have begun before batch 1 was written; the others may not.
+        assertThat(gate.nexts.subList(1, 3)).containsExactly(2L, -1L);
+        assertThat(gate.nexts.get(0)).isIn(-1L, 1L);
+    }
+
     /**
      * A replica waiting in the all-reduce for another device must not hold the upstream back: the
      * other device's batches may sit behind this device's samples in the shared operators.
