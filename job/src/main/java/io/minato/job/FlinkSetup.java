@@ -134,25 +134,34 @@ public final class FlinkSetup {
             local.setString("metrics.reporter.prom.host", "localhost");
             local.setString("metrics.reporter.prom.port", Integer.toString(metricsPort));
         }
-        networkMemory(local);
+        networkMemory(local, slots);
         return webUi
                 ? StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(local)
                 : StreamExecutionEnvironment.createLocalEnvironment(slots, local);
     }
 
     /**
-     * The embedded TaskManager's network memory (tests' MiniClusters use it too). Samples cross
-     * operators as identities (SampleHandoff); whole patches travel only when the handoff is full.
-     * 1 MiB segments keep such a record from crawling through credit-based flow control a few
-     * segments at a time; 128 MiB is enough for them (512 MiB, zero-filled at start, cost 130,000
-     * page faults).
+     * The embedded TaskManager's network memory (tests' MiniClusters use it too), sized for a job
+     * whose operators run at most {@code slots} wide: Flink allocates and zero-fills all of it when
+     * the TaskManager starts, and on this kind of machine touching fresh memory is what a short run
+     * spends most of its system time on (128 MiB cost 0.27 s). Samples cross operators as
+     * identities (SampleHandoff); whole patches travel only when the handoff is full, and 256 KiB
+     * segments (Flink's default is 32 KiB) keep such a record from crawling through credit-based
+     * flow control a few segments at a time. A streaming input gate needs 2 buffers per channel and
+     * 8 floating ones, an output one per subpartition and one more; with the fast and slow workers
+     * and the devices each at most {@code slots} wide that is at most 9 slots^2 + 19 slots buffers
+     * (at 8 slots, 728: a run with 8 devices and 8 workers found 128 too few).
      */
-    static Configuration networkMemory(Configuration c) {
-        c.setString("taskmanager.memory.segment-size", "1mb");
-        c.setString("taskmanager.memory.network.min", "128mb");
-        c.setString("taskmanager.memory.network.max", "128mb");
+    static Configuration networkMemory(Configuration c, int slots) {
+        long buffers = 9L * slots * slots + 19L * slots + 16;
+        String bytes = buffers * SEGMENT_BYTES + "b";
+        c.setString("taskmanager.memory.segment-size", SEGMENT_BYTES + "b");
+        c.setString("taskmanager.memory.network.min", bytes);
+        c.setString("taskmanager.memory.network.max", bytes);
         return c;
     }
+
+    static final int SEGMENT_BYTES = 256 << 10;
 
     /** A port free on localhost now, as the kernel picks one. */
     static int freePort() {

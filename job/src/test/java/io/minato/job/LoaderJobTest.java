@@ -80,7 +80,7 @@ class LoaderJobTest {
                     new MiniClusterResourceConfiguration.Builder()
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(4)
-                            .setConfiguration(FlinkSetup.networkMemory(new Configuration()))
+                            .setConfiguration(FlinkSetup.networkMemory(new Configuration(), 4))
                             .build());
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
