@@ -473,7 +473,7 @@ public final class Preparation implements Steps<Volume> {
             SampleRandom random =
                     SampleRandom.of(key, SampleRandom.Stream.TAIL_VALUES, tailPass * p.d() + z);
             for (int i = 0; i < plane; i++) {
-                sum += random.nextGaussian();
+                sum += random.nextGaussianPolar();
             }
         }
         tailSink = sum;

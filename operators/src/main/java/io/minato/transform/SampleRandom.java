@@ -83,8 +83,17 @@ public final class SampleRandom {
         return (int) r;
     }
 
-    /** Standard normal by the Marsaglia polar method (pairs, the second kept for the next call). */
+    /** Standard normal, by the ziggurat method ({@link Ziggurat}). */
     public double nextGaussian() {
+        return Ziggurat.next(this);
+    }
+
+    /**
+     * Standard normal by the Marsaglia polar method (pairs, the second kept for the next call): a
+     * logarithm and a square root a pair. The tail knob's synthetic work draws these, so that a
+     * heavy sample costs what it cost when the noise drew them too.
+     */
+    public double nextGaussianPolar() {
         if (!Double.isNaN(spareGaussian)) {
             double g = spareGaussian;
             spareGaussian = Double.NaN;
