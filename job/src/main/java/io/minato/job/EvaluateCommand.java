@@ -71,7 +71,14 @@ public final class EvaluateCommand implements Callable<Integer> {
             throw new ParameterException(
                     spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");
         }
-        Evaluation.Dice d = Evaluation.evaluate(model, width, data.patchEdge(), cases.held(), on);
+        Evaluation.Dice d =
+                Evaluation.evaluate(
+                        model,
+                        width,
+                        data.patchEdge(),
+                        cases.held(),
+                        on,
+                        Evaluation.CaseDone.printingTo(err));
         out.printf(
                 Locale.ROOT,
                 "Dice %.3f (kidney %.3f, tumour %.3f) on %d held-out case(s) of %s, on %s%n",

@@ -34,8 +34,39 @@ public final class Evaluation {
     public record Dice(double mean, double kidney, double tumor, int cases)
             implements java.io.Serializable {}
 
+    /** Told each case's Dice as soon as it is evaluated. */
+    @FunctionalInterface
+    public interface CaseDone {
+        void evaluated(String caseName, double kidney, double tumor, long nanos);
+
+        /** One line a case on {@code out}: evaluations of big cases take a while each. */
+        static CaseDone printingTo(java.io.PrintWriter out) {
+            return (name, kidney, tumor, nanos) -> {
+                out.printf(
+                        java.util.Locale.ROOT,
+                        "evaluated %s: kidney %.3f, tumour %.3f (%.1f s)%n",
+                        name,
+                        kidney,
+                        tumor,
+                        nanos / 1e9);
+                out.flush();
+            };
+        }
+    }
+
     public static Dice evaluate(
             Path modelDir, double width, int patch, List<CaseFiles> cases, Device device)
+            throws IOException, BadInputException {
+        return evaluate(modelDir, width, patch, cases, device, (name, k, t, nanos) -> {});
+    }
+
+    public static Dice evaluate(
+            Path modelDir,
+            double width,
+            int patch,
+            List<CaseFiles> cases,
+            Device device,
+            CaseDone done)
             throws IOException, BadInputException {
         if (!Files.isRegularFile(modelDir.resolve(DjlAccelerator.MODEL_NAME + "-0000.params"))) {
             throw new BadInputException(
@@ -70,11 +101,15 @@ public final class Evaluation {
             }
             SlidingWindow window = new SlidingWindow(model.getBlock(), patch, WINDOWS_PER_FORWARD);
             for (CaseFiles c : cases) {
+                long start = System.nanoTime();
                 // Straight from the mapped volume: no whole-volume copy.
                 Volume v = CaseCheck.open(c);
                 byte[] predicted = window.predict(manager, v.image(), v.shape());
-                kidney += SlidingWindow.dice(predicted, v.label(), 1);
-                tumor += SlidingWindow.dice(predicted, v.label(), 2);
+                double k = SlidingWindow.dice(predicted, v.label(), 1);
+                double t = SlidingWindow.dice(predicted, v.label(), 2);
+                kidney += k;
+                tumor += t;
+                done.evaluated(c.name(), k, t, System.nanoTime() - start);
             }
         }
         int n = cases.size();

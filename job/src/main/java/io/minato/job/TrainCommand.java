@@ -664,7 +664,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 width,
                                 data.patchEdge(),
                                 set.cases().held(),
-                                factory.device(0));
+                                factory.device(0),
+                                Evaluation.CaseDone.printingTo(err));
             }
         }
         RunReport r =

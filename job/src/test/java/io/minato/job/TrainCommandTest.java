@@ -218,6 +218,11 @@ class TrainCommandTest {
         MainTest.Run eval = evaluate(cases, out.resolve("run").resolve("model-device-0"));
         assertThat(eval.status()).as(eval.err()).isZero();
         assertThat(eval.out()).startsWith("Dice ").contains("on 1 held-out case(s)");
+        // One line a case as it is evaluated, beside the result (train prints them too).
+        assertThat(eval.err())
+                .containsPattern(
+                        "evaluated case_\\d{5}: kidney \\d\\.\\d{3}, tumour \\d\\.\\d{3} \\(\\d+\\.\\d s\\)");
+        assertThat(run.err()).containsPattern("evaluated case_\\d{5}: kidney ");
         // On the device asked; a GPU this machine lacks falls back in one line, a bad name fails.
         MainTest.Run onCpu =
                 evaluate(cases, out.resolve("run").resolve("model-device-0"), "--device", "cpu");
