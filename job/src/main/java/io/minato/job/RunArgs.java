@@ -86,22 +86,15 @@ final class RunArgs {
     static List<String> read(Path runDir) {
         Path file = runDir.resolve(FILE);
         if (Files.exists(runDir.resolve(FINISHED))) {
-            throw new IllegalArgumentException(
-                    "--resume " + runDir + ": that run finished; there is nothing left to train");
+            throw refused(runDir, "that run finished; there is nothing left to train");
         }
         if (!Files.isRegularFile(file)) {
-            throw new IllegalArgumentException(
-                    "--resume "
-                            + runDir
-                            + ": not the run directory of a train run (no "
-                            + FILE
-                            + " in it)");
+            throw refused(runDir, "not the run directory of a train run (no " + FILE + " in it)");
         }
         try {
             return Files.readAllLines(file, StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new IllegalArgumentException(
-                    "--resume " + runDir + ": cannot read " + file + " (" + e.getMessage() + ")");
+            throw refused(runDir, "cannot read " + file + " (" + e.getMessage() + ")");
         }
     }
 
@@ -134,12 +127,7 @@ final class RunArgs {
                     .filter(p -> Files.isRegularFile(p.resolve("_metadata")))
                     .forEach(complete::add);
         } catch (IOException e) {
-            throw new IllegalArgumentException(
-                    "--resume "
-                            + runDir
-                            + ": cannot read its list of savepoints ("
-                            + e.getMessage()
-                            + ")");
+            throw refused(runDir, "cannot read its list of savepoints (" + e.getMessage() + ")");
         }
         if (Files.isDirectory(root)) {
             try (Stream<Path> jobs = Files.list(root)) {
@@ -154,14 +142,7 @@ final class RunArgs {
                     }
                 }
             } catch (IOException e) {
-                throw new IllegalArgumentException(
-                        "--resume "
-                                + runDir
-                                + ": cannot list "
-                                + root
-                                + " ("
-                                + e.getMessage()
-                                + ")");
+                throw refused(runDir, "cannot list " + root + " (" + e.getMessage() + ")");
             }
         }
         return complete.stream()
@@ -170,13 +151,16 @@ final class RunArgs {
                                 .thenComparing(RunArgs::checkpointNumber))
                 .orElseThrow(
                         () ->
-                                new IllegalArgumentException(
-                                        "--resume "
-                                                + runDir
-                                                + ": no complete checkpoint to resume from (none"
-                                                + " under "
+                                refused(
+                                        runDir,
+                                        "no complete checkpoint to resume from (none under "
                                                 + root
                                                 + ", no savepoint recorded)"));
+    }
+
+    /** Why {@code --resume runDir} cannot go on, in one line naming the folder. */
+    private static IllegalArgumentException refused(Path runDir, String problem) {
+        return new IllegalArgumentException("--resume " + runDir + ": " + problem);
     }
 
     /** The option an argument names: {@code --seed} of {@code --seed=7} and of {@code --seed}. */

@@ -50,8 +50,11 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient TrainerSinkWriter writer;
     private transient boolean inputEnded;
 
-    /** Savepoints under way (by checkpoint id): their folder, and whether the job stops with it. */
-    private transient Map<Long, Map.Entry<URI, Boolean>> savepoints;
+    /** Savepoints under way, by checkpoint id. */
+    private transient Map<Long, Savepoint> savepoints;
+
+    /** A savepoint's folder, and whether the job stops with it. */
+    private record Savepoint(URI folder, boolean stopping) {}
 
     TrainerOperator(TrainerSink sink) {
         this.sink = sink;
@@ -130,7 +133,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
             if (savepoints == null) {
                 savepoints = new TreeMap<>();
             }
-            savepoints.put(checkpointId, Map.entry(folder, stopping));
+            savepoints.put(checkpointId, new Savepoint(folder, stopping));
         }
         return super.snapshotState(checkpointId, timestamp, options, storage);
     }
@@ -141,10 +144,10 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
         if (savepoints == null) {
             return;
         }
-        Map.Entry<URI, Boolean> done = savepoints.remove(checkpointId);
+        Savepoint done = savepoints.remove(checkpointId);
         savepoints.keySet().removeIf(id -> id < checkpointId); // aborted ones
         if (done != null && getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0) {
-            Savepoints.completed(Path.of(sink.outputDir()), done.getKey(), done.getValue());
+            Savepoints.completed(Path.of(sink.outputDir()), done.folder(), done.stopping());
         }
     }
 

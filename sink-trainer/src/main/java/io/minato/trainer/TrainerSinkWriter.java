@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -459,8 +460,9 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     if (closing) {
                         return;
                     }
-                    batch = queue.peekFirst();
-                    next = queue.size() > 1 ? queue.stream().skip(1).findFirst().get() : null;
+                    Iterator<Batch> queued = queue.iterator();
+                    batch = queued.hasNext() ? queued.next() : null;
+                    next = queued.hasNext() ? queued.next() : null;
                     step = counters.steps();
                     stepRunning = true;
                 } finally {

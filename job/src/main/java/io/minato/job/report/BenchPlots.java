@@ -5,10 +5,7 @@ import io.minato.json.Json;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -159,16 +156,7 @@ public final class BenchPlots {
      * the plots need, gets one line naming the file and the problem.
      */
     public static List<Run> read(Path file) throws BadInputException {
-        String text;
-        try {
-            text = Files.readString(file, StandardCharsets.UTF_8);
-        } catch (NoSuchFileException e) {
-            throw new BadInputException(file, "no such file (scripts/bench writes it)");
-        } catch (CharacterCodingException e) {
-            throw new BadInputException(file, "not UTF-8 text");
-        } catch (IOException e) {
-            throw new BadInputException(file, "cannot read it: " + e.getMessage());
-        }
+        String text = ChartFiles.readInput(file, "scripts/bench");
         Object root;
         try {
             root = Json.parse(text);

@@ -1,9 +1,13 @@
 package io.minato.job.report;
 
+import io.minato.data.BadInputException;
 import java.awt.Color;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Locale;
 import org.knowm.xchart.BitmapEncoder;
@@ -66,6 +70,22 @@ final class ChartFiles {
      * one-line IOException that says what to install (with {@code e} suppressed, not its cause: the
      * last line printed is this one); else null.
      */
+    /**
+     * The text of a plot's input ({@code bench.json}, {@code soak.csv}); a missing, unreadable or
+     * non-UTF-8 file gets one line naming it and, when missing, what writes it.
+     */
+    static String readInput(Path file, String writtenBy) throws BadInputException {
+        try {
+            return Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new BadInputException(file, "no such file (" + writtenBy + " writes it)");
+        } catch (CharacterCodingException e) {
+            throw new BadInputException(file, "not UTF-8 text");
+        } catch (IOException e) {
+            throw new BadInputException(file, "cannot read it: " + e.getMessage());
+        }
+    }
+
     static IOException noFonts(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             String m = t.getMessage();

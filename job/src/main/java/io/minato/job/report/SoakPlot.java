@@ -4,10 +4,6 @@ import io.minato.data.BadInputException;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -54,16 +50,7 @@ public final class SoakPlot {
      * @throws BadInputException one line naming the file (and the line that is not a reading)
      */
     public static SoakPlot read(Path csv) throws BadInputException {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(csv, StandardCharsets.UTF_8);
-        } catch (NoSuchFileException e) {
-            throw new BadInputException(csv, "no such file (scripts/soak writes it)");
-        } catch (CharacterCodingException e) {
-            throw new BadInputException(csv, "not UTF-8 text");
-        } catch (IOException e) {
-            throw new BadInputException(csv, "cannot read it: " + e.getMessage());
-        }
+        List<String> lines = ChartFiles.readInput(csv, "scripts/soak").lines().toList();
         if (lines.isEmpty()) {
             throw new BadInputException(csv, "empty, not a soak.csv");
         }
