@@ -349,6 +349,36 @@ class LoaderOperatorsTest {
     }
 
     /**
+     * The window's quantile kept in order one value at a time is the quantile of the last 256
+     * outcomes sorted afresh, through warm-up, wrap-around, repeated values and cut-offs.
+     */
+    @Test
+    void shouldTakeTheQuantileOfTheLastWindowOfOutcomes() {
+        TimeoutPolicy p = TimeoutPolicy.parse("auto");
+        java.util.SplittableRandom r = new java.util.SplittableRandom(5);
+        java.util.ArrayDeque<Long> last = new java.util.ArrayDeque<>();
+        for (int i = 0; i < 3000; i++) {
+            long t = r.nextInt(100) < 5 ? Long.MAX_VALUE : 1_000_000L * (1 + r.nextInt(40));
+            if (t == Long.MAX_VALUE) {
+                p.cutOff();
+            } else {
+                p.finished(t);
+            }
+            last.addLast(t);
+            if (last.size() > 256) {
+                last.removeFirst();
+            }
+            if (last.size() >= 16) {
+                long[] sorted = last.stream().mapToLong(Long::longValue).sorted().toArray();
+                long q = sorted[(int) Math.ceil(0.9 * sorted.length) - 1];
+                if (q != Long.MAX_VALUE) {
+                    assertThat(p.timeoutNanos()).as("after %d outcomes", i + 1).isEqualTo(q);
+                }
+            }
+        }
+    }
+
+    /**
      * A burst of cut-offs leaves the window censored for a while: the deadline widens with each
      * cut-off only, never past a minute, and settles back once the burst leaves the window.
      */
