@@ -7,6 +7,13 @@ import io.minato.job.profile.StepTimeCommand;
 import io.minato.job.report.PlotCommand;
 import io.minato.npy.NpyFormatException;
 import io.minato.trainer.gpu.FlinkGpus;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Set;
 import org.apache.flink.util.SerializedThrowable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -135,10 +142,36 @@ public final class Main {
      * The message of a full disk (or exhausted quota) among the causes of a failed job, or null:
      * the shortest such message that names a path, else the bare one.
      */
+    /**
+     * {@code e}, its causes, and what any of them suppressed, each once: where a Flink thread died
+     * (the channel state writer meeting a full disk, say), a later failure carries the first one
+     * only as suppressed ("not running").
+     */
+    static List<Throwable> withSuppressed(Throwable e) {
+        List<Throwable> all = new ArrayList<>();
+        Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        ArrayDeque<Throwable> next = new ArrayDeque<>();
+        if (e != null) {
+            next.add(e);
+        }
+        while (!next.isEmpty()) {
+            Throwable t = next.poll();
+            if (!seen.add(t)) {
+                continue;
+            }
+            all.add(t);
+            if (t.getCause() != null) {
+                next.add(t.getCause());
+            }
+            next.addAll(Arrays.asList(t.getSuppressed()));
+        }
+        return all;
+    }
+
     static String diskFullInJob(Throwable e) {
         String bare = null;
         String withPath = null;
-        for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+        for (Throwable t : withSuppressed(e)) {
             String m = String.valueOf(t.getMessage()).lines().findFirst().orElse("");
             if (!m.contains("No space left on device") && !m.contains("Disk quota exceeded")) {
                 continue;

@@ -201,6 +201,19 @@ class MainTest {
                 .isNull();
     }
 
+    /**
+     * Flink's channel state writer meets the full disk first and dies; the task's failure is a
+     * later "not running" that carries the first one as suppressed.
+     */
+    @Test
+    void shouldFindAFullDiskThatALaterFailureOnlySuppressed() {
+        var first = new java.io.IOException("/r/checkpoints/chk-4/x: No space left on device");
+        var notRunning = new IllegalStateException("not running");
+        notRunning.addSuppressed(first);
+        assertThat(Main.diskFullInJob(new RuntimeException("job failed", notRunning)))
+                .isEqualTo("/r/checkpoints/chk-4/x: No space left on device");
+    }
+
     /** The failure Flink 2.3 gives for a checkpoint of a dataflow with other operators. */
     @Test
     void shouldTellACheckpointOfAnotherDataflowFromOtherFailures() {
