@@ -98,14 +98,16 @@ public final class FlinkSetup {
 
     /**
      * The environment: the cluster's when submitted with {@code flink run}, else an embedded
-     * MiniCluster with enough slots and, if asked, the web UI on {@code restPort} and Prometheus
-     * metrics on {@code metricsPort} (null: none), keeping its temporary files (RocksDB's working
-     * folders, Flink's RPC jar) in {@code tmpDir}. Without the web UI the MiniCluster's REST
-     * endpoint (which it always starts) takes a free port, so that runs side by side never collide.
+     * MiniCluster with enough slots and network buffers and, if asked, the web UI on {@code
+     * restPort} and Prometheus metrics on {@code metricsPort} (null: none), keeping its temporary
+     * files (RocksDB's working folders, Flink's RPC jar) in {@code tmpDir}. Without the web UI the
+     * MiniCluster's REST endpoint (which it always starts) takes a free port, so that runs side by
+     * side never collide.
      */
     public static StreamExecutionEnvironment environment(
             Configuration job,
             int slots,
+            long networkBuffers,
             boolean webUi,
             int restPort,
             Integer metricsPort,
@@ -134,34 +136,57 @@ public final class FlinkSetup {
             local.setString("metrics.reporter.prom.host", "localhost");
             local.setString("metrics.reporter.prom.port", Integer.toString(metricsPort));
         }
-        networkMemory(local, slots);
+        networkMemory(local, networkBuffers);
         return webUi
                 ? StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(local)
                 : StreamExecutionEnvironment.createLocalEnvironment(slots, local);
     }
 
     /**
-     * The embedded TaskManager's network memory (tests' MiniClusters use it too), sized for a job
-     * whose operators run at most {@code slots} wide: Flink allocates and zero-fills all of it when
-     * the TaskManager starts, and on this kind of machine touching fresh memory is what a short run
-     * spends most of its system time on (128 MiB cost 0.27 s). Samples cross operators as
-     * identities (SampleHandoff); whole patches travel only when the handoff is full, and 256 KiB
-     * segments (Flink's default is 32 KiB) keep such a record from crawling through credit-based
-     * flow control a few segments at a time. A streaming input gate needs 2 buffers per channel and
-     * 8 floating ones, an output one per subpartition and one more; with the fast and slow workers
-     * and the devices each at most {@code slots} wide that is at most 9 slots^2 + 19 slots buffers
-     * (at 8 slots, 728: a run with 8 devices and 8 workers found 128 too few).
+     * The embedded TaskManager's network memory (tests' MiniClusters use it too), for a job that
+     * needs {@code buffers} network buffers ({@link LoaderJob#networkBuffers}): Flink allocates and
+     * zero-fills all of it when the TaskManager starts, and on this kind of machine touching fresh
+     * memory is what a short run spends most of its system time on (128 MiB cost 0.27 s), so it is
+     * sized to the job rather than to the host. Samples between operators of one TaskManager cross
+     * as identities (SampleHandoff); whole patches (1-10 MiB) travel to another TaskManager, and
+     * large segments keep them from crawling through credit-based flow control a few segments at a
+     * time: 256 KiB, halved (to 32 KiB at least) while the whole would pass {@link
+     * #MAX_NETWORK_BYTES}.
+     *
+     * @throws IllegalArgumentException in one line, naming the options, when even the smallest
+     *     segments need more than {@link #MAX_NETWORK_BYTES}
      */
-    static Configuration networkMemory(Configuration c, int slots) {
-        long buffers = 9L * slots * slots + 19L * slots + 16;
-        String bytes = buffers * SEGMENT_BYTES + "b";
-        c.setString("taskmanager.memory.segment-size", SEGMENT_BYTES + "b");
+    static Configuration networkMemory(Configuration c, long buffers) {
+        long needed = buffers + NETWORK_SPARE_BUFFERS;
+        int segment = MAX_SEGMENT_BYTES;
+        while (segment > MIN_SEGMENT_BYTES && needed * segment > MAX_NETWORK_BYTES) {
+            segment /= 2;
+        }
+        if (needed * segment > MAX_NETWORK_BYTES) {
+            throw new IllegalArgumentException(
+                    String.format(
+                            java.util.Locale.ROOT,
+                            "this job is too wide for one TaskManager: its channels need %d MiB"
+                                    + " of network memory (at most %d MiB); give fewer --workers"
+                                    + " or --slow-workers, or fewer --devices",
+                            (needed * segment) >> 20,
+                            MAX_NETWORK_BYTES >> 20));
+        }
+        String bytes = needed * segment + "b";
+        c.setString("taskmanager.memory.segment-size", segment + "b");
         c.setString("taskmanager.memory.network.min", bytes);
         c.setString("taskmanager.memory.network.max", bytes);
         return c;
     }
 
-    static final int SEGMENT_BYTES = 256 << 10;
+    /** The most network memory an embedded run takes: Flink's own default ceiling. */
+    static final long MAX_NETWORK_BYTES = 1L << 30;
+
+    static final int MAX_SEGMENT_BYTES = 256 << 10;
+    static final int MIN_SEGMENT_BYTES = 32 << 10;
+
+    /** Beyond the job's count: Flink's own exchanges (none today) and rounding. */
+    static final int NETWORK_SPARE_BUFFERS = 16;
 
     /** A port free on localhost now, as the kernel picks one. */
     static int freePort() {
@@ -191,6 +216,12 @@ public final class FlinkSetup {
     static long flinkGpus() {
         return FlinkGpus.amount(
                 StreamExecutionEnvironment.getExecutionEnvironment().getConfiguration());
+    }
+
+    /** The configuration {@code flink run} submits with (its config.yaml and -D options). */
+    static Configuration clientConfiguration() {
+        return Configuration.fromMap(
+                StreamExecutionEnvironment.getExecutionEnvironment().getConfiguration().toMap());
     }
 
     /** Whether {@code flink run -d} submits the job: nobody waits for its end. */

@@ -22,13 +22,14 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraphGenerator;
 
 /**
  * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
  *
  * <pre>
  * SampleSource (p=F) => AugmentOperator (fast, p=F) --main--> union -> keyBy(device dealt to it)
- *                              |--side "slow"--> SlowPath (p=S) -^    -> BatchAssembler (p=G)
+ *                              |--side "slow", rescale--> SlowPath (p=S) -^  -> BatchAssembler (p=G)
  *                                                                     -> TrainerSink (p=G)
  * </pre>
  *
@@ -72,12 +73,64 @@ public final class LoaderJob {
      */
     static final long HANDOFF_FLUSH_MS = 0;
 
+    /**
+     * The slot sharing group of the batchers and trainers when {@link Builder#optTrainingApart}:
+     * their slots are apart from the preparation's (Flink's default group: sources, fast and slow
+     * workers), so that on a cluster Flink can place preparation in any TaskManager and training
+     * where the devices are; one slot holds one device's batcher and trainer (chained).
+     */
+    public static final String TRAINING = "training";
+
+    /**
+     * Slots the job needs in all: its widest operator's parallelism, or with the training apart the
+     * preparation's widest plus one per device.
+     */
+    public int slots() {
+        Settings s = settings;
+        int preparation =
+                s.loader() == Loader.minato ? Math.max(s.fastWorkers(), s.slowWorkers()) : 1;
+        return trainingApart ? preparation + s.devices() : Math.max(preparation, s.devices());
+    }
+
+    /**
+     * Network buffers the job needs if all of it runs in one TaskManager (the embedded run), by
+     * Flink's rule for a streaming task: an input gate takes 2 buffers per channel and 8 floating
+     * ones, an output one per subpartition and one more. The fast and slow workers each feed every
+     * device's batcher (F x G and S x G channels) and the slow workers pointwise (about one channel
+     * each), so the count grows linearly with the workers for a given number of devices.
+     */
+    public long networkBuffers() {
+        Settings s = settings;
+        long g = s.devices();
+        if (s.loader() != Loader.minato) {
+            return (g + 1) + g * (2 + 8); // one loader, one channel to each trainer
+        }
+        long f = s.fastWorkers();
+        long w = s.slowWorkers();
+        long slowPerFast = (w + f - 1) / f; // a pointwise edge's channels on each side
+        long fastPerSlow = (f + w - 1) / w;
+        long fastTasks = f * ((g + 1) + (slowPerFast + 1));
+        long slowTasks = w * ((2 * fastPerSlow + 8) + (g + 1));
+        long batchers = g * ((2 * f + 8) + (2 * w + 8));
+        return fastTasks + slowTasks + batchers;
+    }
+
     private final Settings settings;
     private final TrainerSink sink;
+    private final boolean trainingApart;
 
     public LoaderJob(Settings settings, TrainerSink sink) {
+        this(settings, sink, false);
+    }
+
+    /**
+     * @param trainingApart whether the batchers and trainers get slots of their own (the slot
+     *     sharing group {@link #TRAINING}) rather than share each slot with a preparation subtask
+     */
+    public LoaderJob(Settings settings, TrainerSink sink, boolean trainingApart) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.sink = Objects.requireNonNull(sink, "sink");
+        this.trainingApart = trainingApart;
     }
 
     /** Builds a job from code: {@code set*} required, {@code opt*} optional. */
@@ -117,6 +170,7 @@ public final class LoaderJob {
         private int slowWorkers = 1;
         private TimeoutPolicy timeout = TimeoutPolicy.parse("auto");
         private boolean scheduled;
+        private boolean trainingApart;
 
         private Builder() {}
 
@@ -188,6 +242,18 @@ public final class LoaderJob {
             return this;
         }
 
+        /**
+         * Gives the batchers and trainers slots of their own (slot sharing group {@link
+         * #TRAINING}), apart from preparation's: on a cluster of several TaskManagers, so that
+         * preparation may run on other hosts than training. One TaskManager gains nothing from it
+         * but needs more slots (a plain local environment gives a job only as many as its widest
+         * operator).
+         */
+        public Builder optTrainingApart(boolean apart) {
+            this.trainingApart = apart;
+            return this;
+        }
+
         public LoaderJob build() {
             if (workload == null || trainer == null) {
                 throw new IllegalStateException("a loader job needs a workload and a trainer");
@@ -204,7 +270,8 @@ public final class LoaderJob {
                             slowWorkers,
                             timeout,
                             scheduled && loader == Loader.minato),
-                    trainer);
+                    trainer,
+                    trainingApart);
         }
 
         private static int positive(String name, int value) {
@@ -231,8 +298,14 @@ public final class LoaderJob {
                 };
         sink.trainOn(batches)
                 .uid("trainer-sink")
+                .slotSharingGroup(trainingSlots())
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
+    }
+
+    /** The batchers' and trainers' slot sharing group: their own, or the default one. */
+    private String trainingSlots() {
+        return trainingApart ? TRAINING : StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP;
     }
 
     private DataStream<Batch> minato(DataStream<SampleTask> tasks) {
@@ -243,13 +316,19 @@ public final class LoaderJob {
                                 "AugmentOperator",
                                 SampleTypes.PREPARED_SAMPLE,
                                 new AugmentOperator(
-                                        s.workload(), s.timeout(), s.devices(), s.scheduled()))
+                                        s.workload(),
+                                        s.timeout(),
+                                        s.devices(),
+                                        s.slowWorkers(),
+                                        s.scheduled()))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
         DataStream<PreparedSample> slow =
                 fast.getSideOutput(AugmentOperator.SLOW)
-                        .rebalance()
+                        // Pointwise: each fast worker feeds its own slow worker(s), usually in
+                        // the same slot, so the channels grow with the workers, not their square.
+                        .rescale()
                         .transform(
                                 "SlowPath",
                                 SampleTypes.PREPARED_SAMPLE,
@@ -261,6 +340,7 @@ public final class LoaderJob {
                 .keyBy(new DeviceOf(keys), Types.INT)
                 .transform("BatchAssembler", SampleTypes.BATCH, new BatchAssembler(keys, s.batch()))
                 .uid("batch-assembler")
+                .slotSharingGroup(trainingSlots())
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
     }

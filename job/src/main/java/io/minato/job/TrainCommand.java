@@ -38,6 +38,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
@@ -330,8 +331,9 @@ public final class TrainCommand implements Callable<Integer> {
         boolean scheduled = workers.equalsIgnoreCase("auto");
         int fast = scheduled ? Runtime.getRuntime().availableProcessors() : parseWorkers(workers);
         requireAtLeast("--workers", fast, 1);
-        int slow = slowWorkers != null ? slowWorkers : fast;
-        requireAtLeast("--slow-workers", slow, 1);
+        if (slowWorkers != null) {
+            requireAtLeast("--slow-workers", slowWorkers, 1);
+        }
         requireAtLeast("--queue-depth", queueDepth, 1);
         requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
         requireAtLeast("--restart-attempts", restartAttempts, 0);
@@ -342,6 +344,7 @@ public final class TrainCommand implements Callable<Integer> {
         // The training runs in this process (not under flink run): web UI, memory, progress.
         boolean embedded = FlinkSetup.embedded();
         DeviceSpec dev;
+        OptionalInt clusterSlots;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
         DjlAccelerator.Settings optimizer = null;
@@ -350,6 +353,18 @@ public final class TrainCommand implements Callable<Integer> {
             // theirs there; this machine's GPUs (a client's) do not matter.
             dev = DeviceSpec.parseForCluster(devices, embedded ? 0 : FlinkSetup.flinkGpus());
             dev.fallbackNotice().ifPresent(err::println);
+            // In application mode main() runs in the JobManager, before TaskManagers register.
+            clusterSlots =
+                    embedded || FlinkSetup.applicationMode()
+                            ? OptionalInt.empty()
+                            : ClusterSlots.total(FlinkSetup.clientConfiguration());
+            if (scheduled && clusterSlots.isPresent()) {
+                // On a cluster: a worker for every slot the trainers leave, on whichever
+                // TaskManagers hold them (this client's cores say nothing about them).
+                fast =
+                        ClusterSlots.preparationWorkers(
+                                clusterSlots.getAsInt(), dev.devices().size());
+            }
             timeoutPolicy = TimeoutPolicy.parse(timeout);
             if (data.images() && data.tail != null) {
                 throw new IllegalArgumentException(
@@ -461,6 +476,7 @@ public final class TrainCommand implements Callable<Integer> {
         RunLog.into(run);
         Workload<?> workload = set.workload();
         boolean minato = loader == LoaderJob.Loader.minato;
+        int slow = slowWorkers != null ? slowWorkers : fast;
         RunReport.Inputs template =
                 new RunReport.Inputs(
                         data.workload.name(),
@@ -527,13 +543,21 @@ public final class TrainCommand implements Callable<Integer> {
                         .optSeed(data.seed)
                         .optBatchSize(batch)
                         .optDevices(dev.devices().size())
-                        .optTimeout(timeoutPolicy);
+                        .optTimeout(timeoutPolicy)
+                        // On a cluster preparation may run on other hosts than training.
+                        .optTrainingApart(!embedded);
         LoaderJob loaderJob =
                 (scheduled
                                 ? jobBuilder.optScheduledWorkers(fast, slow)
                                 : jobBuilder.optWorkers(fast, slow))
                         .build();
-        int slots = Math.max(Math.max(fast, slow), dev.devices().size());
+        int slots = loaderJob.slots();
+        if (clusterSlots.isPresent() && clusterSlots.getAsInt() < slots) {
+            // Flink would wait for slots that never come, then fail minutes later.
+            throw new ParameterException(
+                    spec.commandLine(),
+                    ClusterSlots.tooFew(clusterSlots.getAsInt(), slots, dev.devices().size()));
+        }
         Path flinkTmp = Files.createDirectories(run.resolve("tmp"));
         Configuration job =
                 FlinkSetup.jobConfiguration(
@@ -542,7 +566,14 @@ public final class TrainCommand implements Callable<Integer> {
             job.setString("execution.state-recovery.path", restoreFrom.toAbsolutePath().toString());
         }
         StreamExecutionEnvironment env =
-                FlinkSetup.environment(job, slots, webUi, restPort, metricsPort, flinkTmp);
+                FlinkSetup.environment(
+                        job,
+                        slots,
+                        loaderJob.networkBuffers(),
+                        webUi,
+                        restPort,
+                        metricsPort,
+                        flinkTmp);
         if (detached) {
             Configuration parameters = new Configuration();
             parameters.setString(

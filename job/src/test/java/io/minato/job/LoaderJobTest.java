@@ -16,6 +16,7 @@ import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.CaseTable;
 import io.minato.loader.PrepTimes;
+import io.minato.loader.Receivers;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
@@ -80,7 +81,7 @@ class LoaderJobTest {
                     new MiniClusterResourceConfiguration.Builder()
                             .setNumberTaskManagers(1)
                             .setNumberSlotsPerTaskManager(4)
-                            .setConfiguration(FlinkSetup.networkMemory(new Configuration(), 4))
+                            .setConfiguration(FlinkSetup.networkMemory(new Configuration(), 64))
                             .build());
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
@@ -140,6 +141,11 @@ class LoaderJobTest {
                 .contains(
                         "\"loader\": \"minato\"", "\"quarantined\": 0", "\"kind\": \"simulated\"");
         assertThat(pathsOf(trace())).containsExactlyInAnyOrder("fast", "slow");
+        // No sample was prepared a second time; in one TaskManager the samples waited in the
+        // handoff rather than travel as bytes (all but a few before the batchers were set up).
+        assertThat((Long) lastResult.getAccumulatorResult(TrainerSink.PREPARED_AGAIN)).isZero();
+        assertThat((Long) lastResult.getAccumulatorResult(Receivers.SENT_AS_BYTES))
+                .isLessThan(train.size() * epochs / 2);
         // Minato holds no ready batch behind an unfinished one; the crops' reads were timed.
         assertThat(report.headOfLineSeconds()).isZero();
         assertThat(json).contains("\"stall\": {").doesNotContain("\"fetch_s\": null");
@@ -363,6 +369,22 @@ class LoaderJobTest {
                 job -> {});
         assertThat(FAILED).as("the fault was injected").isTrue();
         assertThat(CHANGED).as("samples whose bytes changed on a replay").isEmpty();
+        assertThat(PATCHES).isEqualTo(reference);
+
+        // The hits, from a run without a failure: after one, Flink reports the accumulators of
+        // the last attempt only, and workers that had finished before the restored checkpoint
+        // are not run again.
+        run = Files.createDirectories(runs.resolve("counted"));
+        FileMemo.clear(ImageTransforms.DECODED);
+        PATCHES.clear();
+        run(
+                new Workload<>("images", folder, transforms),
+                LoaderJob.Loader.minato,
+                epochs,
+                new FailOnceAfterCheckpoints(false),
+                "1",
+                false,
+                job -> {});
         assertThat(PATCHES).isEqualTo(reference);
         assertThat((Long) lastResult.getAccumulatorResult(CacheMetrics.HITS))
                 .as("later epochs found their images decoded")

@@ -42,7 +42,7 @@ class WebUiTest {
             metricsPort = other.getLocalPort();
         }
         StreamExecutionEnvironment env =
-                FlinkSetup.environment(new Configuration(), 1, true, port, metricsPort, dir);
+                FlinkSetup.environment(new Configuration(), 1, 64, true, port, metricsPort, dir);
         env.fromSequence(0, Long.MAX_VALUE)
                 .map(
                         i -> {

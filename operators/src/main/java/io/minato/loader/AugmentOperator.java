@@ -1,6 +1,7 @@
 package io.minato.loader;
 
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
@@ -9,6 +10,7 @@ import io.minato.spi.Steps;
 import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
 import java.util.Arrays;
+import java.util.stream.IntStream;
 import org.apache.flink.api.common.accumulators.AverageAccumulator;
 import org.apache.flink.api.common.accumulators.DoubleMaximum;
 import org.apache.flink.metrics.Counter;
@@ -39,26 +41,55 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     public static final String ACTIVE_WORKERS_MEAN = "activeWorkersMean";
 
     private final TimeoutPolicy timeoutSetting;
+    private final int slowWorkers;
 
     private transient TimeoutPolicy timeout;
     private transient Counter fast;
     private transient Counter slow;
     private transient DoubleMaximum finalTimeoutMs;
     private transient AverageAccumulator activeMean;
+    private transient Receivers slowPaths;
+    private transient int[] slowTargets;
 
-    /** A fast worker that prepares whenever it has work. */
+    /** A fast worker that prepares whenever it has work, beside one slow worker. */
     public AugmentOperator(Workload<?> workload, TimeoutPolicy timeout, int devices) {
-        this(workload, timeout, devices, false);
+        this(workload, timeout, devices, 1, false);
     }
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
+     * @param slowWorkers the {@link SlowPath}'s parallelism; it takes the {@link #SLOW} output
+     *     pointwise (rescale), so that the fast-to-slow channels grow with the workers, not with
+     *     their square
      * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
     public AugmentOperator(
-            Workload<?> workload, TimeoutPolicy timeout, int devices, boolean scheduled) {
+            Workload<?> workload,
+            TimeoutPolicy timeout,
+            int devices,
+            int slowWorkers,
+            boolean scheduled) {
         super(workload, devices, WorkerScheduler.Kind.FAST, scheduled);
+        if (slowWorkers < 1) {
+            throw new IllegalArgumentException("slow workers must be >= 1: " + slowWorkers);
+        }
         this.timeoutSetting = timeout;
+        this.slowWorkers = slowWorkers;
+    }
+
+    /**
+     * The slow workers this fast worker's {@link #SLOW} output may reach over a pointwise edge of
+     * {@code fast} to {@code slow} subtasks: its own index when both are as wide, else its share of
+     * the other side, widened by one on each side (Flink rounds the shares; a superset only means a
+     * sample's state travels as bytes where it could have stayed).
+     */
+    static int[] slowTargets(int subtask, int fast, int slow) {
+        if (fast == slow) {
+            return new int[] {subtask};
+        }
+        int from = (int) ((long) subtask * slow / fast) - 1;
+        int to = (int) (((long) subtask + 1) * slow / fast + 1);
+        return IntStream.rangeClosed(Math.max(0, from), Math.min(slow - 1, to)).toArray();
     }
 
     @Override
@@ -76,6 +107,18 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
                                 ? -1.0
                                 : timeout.timeoutNanos() / 1e6);
         super.open();
+        var task = getRuntimeContext().getTaskInfo();
+        slowPaths =
+                Receivers.of(
+                        getRuntimeContext(),
+                        getMetricGroup(),
+                        SampleHandoff.SLOW_PATH,
+                        slowWorkers);
+        slowTargets =
+                slowTargets(
+                        task.getIndexOfThisSubtask(),
+                        task.getNumberOfParallelSubtasks(),
+                        slowWorkers);
         if (paced()) {
             activeMean = new AverageAccumulator();
             getRuntimeContext().addAccumulator(ACTIVE_WORKERS_MEAN, activeMean);
@@ -129,15 +172,25 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
         if (p.isDone()) {
             timeout.finished(System.nanoTime() - start);
             fast.inc();
-            output.collect(
-                    new StreamRecord<>(
-                            new PreparedSample(
-                                    task, SamplePath.FAST, cpu, p.result(), nextDevice())));
+            emit(new PreparedSample(task, SamplePath.FAST, cpu, p.result(), nextDevice()));
         } else {
             timeout.cutOff();
             slow.inc();
-            output.collect(SLOW, new StreamRecord<>(new UnfinishedSample(task, p, cpu)));
+            UnfinishedSample unfinished = new UnfinishedSample(task, p, cpu);
+            // In place for a slow worker in this TaskManager; as the state's bytes otherwise.
+            output.collect(
+                    SLOW, new StreamRecord<>(slowPathsHere() ? unfinished : unfinished.detached()));
         }
+    }
+
+    /** Whether every slow worker this one's side output may reach runs in this TaskManager. */
+    private boolean slowPathsHere() {
+        for (int target : slowTargets) {
+            if (!slowPaths.here(target)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override

@@ -17,10 +17,13 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
+import org.apache.flink.streaming.api.graph.StreamConfig;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.tasks.StreamTask;
 
 /**
  * A device's batcher (keyed by device): emits a batch of B samples, fast and slow mixed in arrival
@@ -46,6 +49,7 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
     private transient Map<Integer, Long> nextSequence;
     private transient ListState<PreparedSample> pendingState;
     private transient ValueState<Long> sequenceState;
+    private transient SampleHandoff.Registration receiving;
 
     public BatchAssembler(DeviceKeys keys, int batchSize) {
         if (batchSize < 1) {
@@ -85,6 +89,29 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
             if (sequence != null) {
                 nextSequence.put(key, sequence);
             }
+        }
+    }
+
+    @Override
+    protected void setup(
+            StreamTask<?, ?> containingTask,
+            StreamConfig config,
+            Output<StreamRecord<Batch>> output) {
+        super.setup(containingTask, config, output);
+        // Workers in this TaskManager may hand this batcher their patches in place: said at
+        // setup, before the task opens the trainer chained to it (which takes a while).
+        receiving =
+                Receivers.register(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER);
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            if (receiving != null) {
+                receiving.close();
+            }
+        } finally {
+            super.close();
         }
     }
 

@@ -65,6 +65,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private final int batchSize;
     private final int devices;
     private transient SampleHandoff.Reservation handoff;
+    private transient Receivers trainers;
     private final int workers;
 
     private transient Feed feed;
@@ -124,6 +125,9 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                                         getRuntimeContext().getTaskInfo().getAttemptNumber())));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
+        trainers =
+                Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER, devices)
+                        .counted(getRuntimeContext());
         feed = new Feed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
@@ -179,7 +183,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        AccumulatorFiles.write(getRuntimeContext(), PrepTimes.with(CacheMetrics.NAMES));
+        AccumulatorFiles.write(
+                getRuntimeContext(), PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
         if (order != null) {
             order.close();
         }
@@ -231,7 +236,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
         long k = firstBatch + emitted++;
         Batch b = (Batch) ready;
-        output.collect(new StreamRecord<>(GlobalBatchState.toDevice(k, devices, b.samples())));
+        output.collect(
+                new StreamRecord<>(GlobalBatchState.toDevice(k, devices, b.samples(), trainers)));
         batchesMetric.inc();
     }
 

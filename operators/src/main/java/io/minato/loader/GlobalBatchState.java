@@ -57,9 +57,14 @@ final class GlobalBatchState {
         nextBatch.update(List.of(next));
     }
 
-    /** Global batch {@code k} is device {@code k % devices}'s batch of step {@code k / devices}. */
-    static Batch toDevice(long k, int devices, List<PreparedSample> samples) {
-        return new Batch((int) (k % devices), k / devices, samples);
+    /**
+     * Global batch {@code k} is device {@code k % devices}'s batch of step {@code k / devices}; its
+     * patches wait in the handoff only if that device's trainer runs in this TaskManager.
+     */
+    static Batch toDevice(long k, int devices, List<PreparedSample> samples, Receivers trainers) {
+        int device = (int) (k % devices);
+        List<PreparedSample> routed = trainers.route(device, samples);
+        return new Batch(device, k / devices, routed);
     }
 
     /** Fails an operator whose subtasks would each number batches from 0. */

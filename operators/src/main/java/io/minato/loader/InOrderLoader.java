@@ -45,6 +45,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     private final Workload<?> workload;
     private final int batchSize;
     private transient SampleHandoff.Reservation handoff;
+    private transient Receivers trainers;
     private final int devices;
     private final int workers;
     private final int prefetchFactor;
@@ -125,6 +126,9 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                                         getRuntimeContext().getTaskInfo().getAttemptNumber())));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
+        trainers =
+                Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER, devices)
+                        .counted(getRuntimeContext());
     }
 
     @Override
@@ -168,7 +172,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        AccumulatorFiles.write(getRuntimeContext(), PrepTimes.with(CacheMetrics.NAMES));
+        AccumulatorFiles.write(
+                getRuntimeContext(), PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
         if (order != null) {
             order.close();
         }
@@ -226,7 +231,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         outstanding = inFlight.size();
         long k = head.number();
         order.handedOut(k);
-        output.collect(new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples)));
+        output.collect(
+                new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples, trainers)));
         batches.inc();
     }
 

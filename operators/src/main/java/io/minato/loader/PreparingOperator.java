@@ -47,6 +47,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private transient WorkerScheduler scheduler;
     private transient WorkerScheduler.Registration registration;
     private transient SampleHandoff.Reservation handoff;
+    private transient Receivers batchers;
     private transient DeviceDealer dealer;
     private transient ListState<SampleTask> waitingState;
     private transient SampleTask waiting;
@@ -87,6 +88,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         var task = getRuntimeContext().getTaskInfo();
         dealer = new DeviceDealer(devices, task.getIndexOfThisSubtask());
         handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
+        batchers =
+                Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER, devices)
+                        .counted(getRuntimeContext());
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
         if (scheduled) {
@@ -140,6 +144,14 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     }
 
     /**
+     * Emits a finished sample to its device's batcher: through the handoff when that batcher runs
+     * in this TaskManager, else with its bytes.
+     */
+    final void emit(PreparedSample sample) {
+        output.collect(new StreamRecord<>(batchers.route(sample)));
+    }
+
+    /**
      * Waits for the scheduler's permit to prepare {@code task} (at once when not scheduled). While
      * it waits, checkpoints may be taken, and keep the task.
      */
@@ -190,7 +202,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /** The accumulators this worker registers (written for a detached job at close). */
     String[] accumulatorNames() {
-        return PrepTimes.with(CacheMetrics.NAMES);
+        return PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES));
     }
 
     @Override

@@ -6,19 +6,24 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.concurrent.TimeUnit;
+import org.apache.flink.metrics.MetricGroup;
 
 /**
  * Prepared patches, and the state of samples cut off on the fast path, parked in this JVM while
  * only their identity travels through Flink.
  *
  * <p>A prepared sample is a pure function of its task (seed, epoch, index, case), so a record need
- * not carry its 1-10 MiB patch between two operators of the same JVM: the sending serializer parks
- * the patch here and writes the task; the receiving one takes it back. That saves two copies per
- * operator boundary and, above all, Flink's spilling of every record over 5 MiB to a temporary file
- * on the receiving side (SpillingAdaptiveSpanningRecordDeserializer: a write, a read and a delete
- * of each sample). Correctness never depends on this store: a receiver that finds nothing (another
- * TaskManager, a replay after a restore, an entry dropped) gets the bare identity and the trainer
- * prepares the sample again, bit-identically. An unfinished sample (a fast worker's {@link
+ * not carry its 1-10 MiB patch between two operators of the same TaskManager: the sending
+ * serializer parks the patch here and writes the task; the receiving one takes it back. Only for a
+ * receiver known to run in the sender's TaskManager: receivers say where they run ({@link
+ * #receiving}), and a producer asks ({@link #receivesHere}) before it lets a sample wait here
+ * ({@link PreparedSample#handOff}); every other sample carries its bytes, so that it crosses to
+ * another TaskManager once, as bytes, and nothing waits to find out where its receiver is. That
+ * saves two copies per operator boundary and, above all, Flink's spilling of every record over 5
+ * MiB to a temporary file on the receiving side (SpillingAdaptiveSpanningRecordDeserializer: a
+ * write, a read and a delete of each sample). Correctness never depends on this store: a receiver
+ * that finds nothing (a replay after a restore, an entry dropped) gets the bare identity and the
+ * trainer prepares the sample again, bit-identically. An unfinished sample (a fast worker's {@link
  * io.minato.spi.Steps} at the step where its deadline passed, with what it cut so far) travels to
  * the slow path the same way; one not found there is prepared from the start.
  *
@@ -55,6 +60,9 @@ public final class SampleHandoff {
 
     private final long boundBytes;
     private int reservedSamples;
+
+    /** Receivers running in this JVM, by job, operator, subtask and TaskManager; with a count. */
+    private final HashMap<Receiver, Integer> receivers = new HashMap<>();
 
     /** Oldest first; a task may be parked more than once (a replay beside an orphan). */
     private final ArrayDeque<Entry> byAge = new ArrayDeque<>();
@@ -109,6 +117,67 @@ public final class SampleHandoff {
                 }
             }
         }
+    }
+
+    /**
+     * A subtask that takes samples: {@code operator} names its operator in the job ({@link
+     * #BATCHER}, {@link #SLOW_PATH}, {@link #TRAINER}), {@code taskManager} the TaskManager it runs
+     * in ({@link #taskManagerOf}). Several TaskManagers can share a JVM (a MiniCluster): a sample
+     * waits here only for a receiver of the same TaskManager, so that tests with several see the
+     * bytes travel as a cluster would.
+     */
+    public record Receiver(String job, String operator, int subtask, String taskManager) {}
+
+    /** The receivers of the samples' operators: device batchers, slow workers, trainers. */
+    public static final String BATCHER = "batcher";
+
+    public static final String SLOW_PATH = "slow-path";
+    public static final String TRAINER = "trainer";
+
+    /**
+     * The TaskManager an operator runs in, from its metric group (Flink's {@code <tm_id>} scope
+     * variable); "" where there is none (an operator test harness: one process, one place).
+     */
+    public static String taskManagerOf(MetricGroup group) {
+        String id = group.getAllVariables().get("<tm_id>");
+        return id == null ? "" : id;
+    }
+
+    /**
+     * Says that {@code receiver} runs here, for as long as the returned registration is open (an
+     * operator: from its setup, before any operator of its task opens, to its close).
+     */
+    public Registration receiving(Receiver receiver) {
+        synchronized (this) {
+            receivers.merge(receiver, 1, Integer::sum);
+        }
+        return new Registration() {
+            private boolean closed;
+
+            @Override
+            public void close() {
+                synchronized (SampleHandoff.this) {
+                    if (!closed) {
+                        closed = true;
+                        receivers.computeIfPresent(receiver, (r, n) -> n == 1 ? null : n - 1);
+                    }
+                }
+            }
+        };
+    }
+
+    /**
+     * Whether {@code receiver} runs in this JVM and TaskManager now. A receiver not yet set up (or
+     * in another TaskManager) is not: its samples go with their bytes.
+     */
+    public synchronized boolean receivesHere(Receiver receiver) {
+        return receivers.containsKey(receiver);
+    }
+
+    /** An open registration; closing it ends it (once). */
+    public interface Registration extends AutoCloseable {
+        @Override
+        void close();
     }
 
     /**

@@ -55,6 +55,30 @@ class LoaderOperatorsTest {
         return h;
     }
 
+    /**
+     * A fast worker's unfinished samples may stay in place only if every slow worker its pointwise
+     * side output can reach is in its TaskManager: the set covers Flink's share on both sides.
+     */
+    @Test
+    void shouldCountEverySlowWorkerAFastWorkerCanReach() {
+        assertThat(AugmentOperator.slowTargets(2, 4, 4)).containsExactly(2);
+        // 4 fast into 2 slow: fast 0-1 feed slow 0, fast 2-3 feed slow 1.
+        assertThat(AugmentOperator.slowTargets(1, 4, 2)).contains(0);
+        assertThat(AugmentOperator.slowTargets(3, 4, 2)).contains(1);
+        // 2 fast into 4 slow: fast 1 feeds slow 2 and 3.
+        assertThat(AugmentOperator.slowTargets(1, 2, 4)).contains(2, 3);
+        for (int fast = 1; fast <= 9; fast++) {
+            for (int slow = 1; slow <= 9; slow++) {
+                for (int i = 0; i < fast; i++) {
+                    int[] targets = AugmentOperator.slowTargets(i, fast, slow);
+                    assertThat(targets).isNotEmpty();
+                    assertThat(targets[0]).isNotNegative();
+                    assertThat(targets[targets.length - 1]).isLessThan(slow);
+                }
+            }
+        }
+    }
+
     @Test
     void shouldPrepareUnderTheSchedulerGivingEveryPermitBackAndLeaveNoSchedulerBehind()
             throws Exception {
@@ -63,7 +87,11 @@ class LoaderOperatorsTest {
         try (var h =
                 opened(
                         new AugmentOperator(
-                                cases.workload(CONFIG), TimeoutPolicy.parse("60000"), 2, true))) {
+                                cases.workload(CONFIG),
+                                TimeoutPolicy.parse("60000"),
+                                2,
+                                1,
+                                true))) {
             key =
                     WorkerScheduler.key(
                             h.getEnvironment().getJobInfo().getJobId().toString(),
@@ -82,6 +110,7 @@ class LoaderOperatorsTest {
                                 cases.workload(CONFIG),
                                 TimeoutPolicy.parse("0.000001"),
                                 2,
+                                1,
                                 true))) {
             for (int i = 0; i < 4; i++) {
                 h.processElement(new SampleTask(7, 1, i, i % 3), i);

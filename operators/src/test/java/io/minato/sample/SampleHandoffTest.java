@@ -129,4 +129,27 @@ class SampleHandoffTest {
             assertThat(h.orphansDropped()).isEqualTo(1);
         }
     }
+
+    /**
+     * A receiver is here only in its own TaskManager (several share a JVM in a MiniCluster), while
+     * it is open, and for as long as any of its registrations is.
+     */
+    @Test
+    void shouldKnowAReceiverHereOnlyInItsOwnTaskManagerWhileItIsOpen() {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        var here = new SampleHandoff.Receiver("job", SampleHandoff.BATCHER, 1, "tm-1");
+        var elsewhere = new SampleHandoff.Receiver("job", SampleHandoff.BATCHER, 1, "tm-2");
+        var otherDevice = new SampleHandoff.Receiver("job", SampleHandoff.BATCHER, 0, "tm-1");
+        assertThat(h.receivesHere(here)).as("not open yet").isFalse();
+        var first = h.receiving(here);
+        var second = h.receiving(here); // a new attempt opened before the old one closed
+        assertThat(h.receivesHere(here)).isTrue();
+        assertThat(h.receivesHere(elsewhere)).isFalse();
+        assertThat(h.receivesHere(otherDevice)).isFalse();
+        first.close();
+        first.close(); // closing twice takes one registration only
+        assertThat(h.receivesHere(here)).isTrue();
+        second.close();
+        assertThat(h.receivesHere(here)).isFalse();
+    }
 }

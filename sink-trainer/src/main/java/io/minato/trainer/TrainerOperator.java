@@ -1,5 +1,7 @@
 package io.minato.trainer;
 
+import io.minato.loader.AccumulatorFiles;
+import io.minato.loader.Receivers;
 import io.minato.sample.Batch;
 import io.minato.sample.SampleHandoff;
 import io.minato.trainer.gpu.FlinkGpus;
@@ -9,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
@@ -19,11 +22,14 @@ import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
+import org.apache.flink.streaming.api.graph.StreamConfig;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.OperatorSnapshotFutures;
+import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.tasks.StreamTask;
 
 /**
  * The trainer sink's operator: one {@link TrainerSinkWriter} per subtask, fed the batches, flushed
@@ -49,6 +55,8 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient ListState<byte[]> state;
     private transient TrainerSinkWriter writer;
     private transient boolean inputEnded;
+    private transient SampleHandoff.Registration receiving;
+    private transient LongCounter preparedAgain;
 
     /** Savepoints under way, by checkpoint id. */
     private transient Map<Long, Savepoint> savepoints;
@@ -160,9 +168,35 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     }
 
     @Override
+    protected void setup(
+            StreamTask<?, ?> containingTask,
+            StreamConfig config,
+            Output<StreamRecord<Void>> output) {
+        super.setup(containingTask, config, output);
+        // The in-order loaders in this TaskManager may hand this trainer their batches in place:
+        // said at setup, before the task opens.
+        receiving =
+                Receivers.register(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER);
+    }
+
+    @Override
+    public void open() throws Exception {
+        super.open();
+        preparedAgain = new LongCounter();
+        getRuntimeContext().addAccumulator(TrainerSink.PREPARED_AGAIN, preparedAgain);
+    }
+
+    @Override
     public void close() throws Exception {
         try {
+            if (receiving != null) {
+                receiving.close();
+            }
             if (writer != null) {
+                if (preparedAgain != null) {
+                    preparedAgain.add(writer.preparedAgain());
+                    AccumulatorFiles.write(getRuntimeContext(), TrainerSink.PREPARED_AGAIN);
+                }
                 writer.close();
             }
         } finally {

@@ -32,6 +32,12 @@ public final class TrainerSink implements Serializable {
     /** The operator's name, in the web UI and in metric names. */
     public static final String NAME = "TrainerSink";
 
+    /**
+     * Accumulator: samples the trainers prepared again because they arrived without their patch
+     * (after a restore: a checkpoint keeps identities). Anything else is a sample prepared twice.
+     */
+    public static final String PREPARED_AGAIN = "samplesPreparedAgain";
+
     /** Batches a device's queue holds, the one in training included: double buffering. */
     public static final int DEFAULT_QUEUE_DEPTH = 2;
 

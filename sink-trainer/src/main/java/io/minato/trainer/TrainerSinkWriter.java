@@ -437,6 +437,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
         return recipe.materialize(batch);
     }
 
+    /** Samples that arrived without their patch and were prepared here again. */
+    public long preparedAgain() {
+        return preparedAgain.getCount();
+    }
+
     /** Batches held: queued plus the one in training. */
     public int queued() {
         return held;

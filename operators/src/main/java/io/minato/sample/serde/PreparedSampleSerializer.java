@@ -17,16 +17,17 @@ import org.apache.flink.core.memory.DataOutputView;
  * nanoseconds, device, then the patch in one of three forms, marked by a byte:
  *
  * <ul>
- *   <li>{@code HANDED_OFF}: the patch was parked in this JVM's {@link SampleHandoff}; the receiver
- *       takes it from there (no copy of the bytes);
- *   <li>{@code INLINE}: the bytes follow (the handoff was full);
+ *   <li>{@code HANDED_OFF}: the patch was parked in this JVM's {@link SampleHandoff}; the receiver,
+ *       which runs in the same TaskManager ({@link PreparedSample#handOff}), takes it from there
+ *       (no copy of the bytes);
+ *   <li>{@code INLINE}: the bytes follow (a receiver elsewhere, or the handoff was full);
  *   <li>{@code IDENTITY}: no bytes at all; the sample is a pure function of its task and is
  *       prepared again where it is needed ({@link PreparedSampleIdentitySerializer} writes only
  *       this form, for checkpoints).
  * </ul>
  *
- * A handed-off sample whose patch is not found (another JVM, a replay after a restore) is read as
- * an identity: its {@link PreparedSample#patch()} is null until it is prepared again.
+ * A handed-off sample whose patch is not found (a replay after a restore) is read as an identity:
+ * its {@link PreparedSample#patch()} is null until it is prepared again.
  */
 public final class PreparedSampleSerializer extends TypeSerializerSingleton<PreparedSample> {
     private static final long serialVersionUID = 1L;
@@ -78,7 +79,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         Patch patch = sample.patch();
         if (patch == null) {
             out.writeByte(IDENTITY);
-        } else if (SampleHandoff.jvm().offer(sample.task(), patch)) {
+        } else if (sample.handOff() && SampleHandoff.jvm().offer(sample.task(), patch)) {
             out.writeByte(HANDED_OFF);
         } else {
             out.writeByte(INLINE);

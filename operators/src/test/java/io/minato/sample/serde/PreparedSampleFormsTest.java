@@ -19,7 +19,7 @@ class PreparedSampleFormsTest {
 
     @Test
     void shouldHandThePatchOverInThisJvmWhileALoaderRunsAndSendOnlyTheIdentity() throws Exception {
-        PreparedSample s = SampleFixtures.prepared(41, SamplePath.FAST, PATCH);
+        PreparedSample s = SampleFixtures.prepared(41, SamplePath.FAST, PATCH).withHandOff(true);
         byte[] handedOff;
         try (var r = SampleHandoff.jvm().reserve(1)) {
             handedOff = write(PreparedSampleSerializer.INSTANCE, s);
@@ -37,9 +37,27 @@ class PreparedSampleFormsTest {
         assertThat(replayed.device()).isEqualTo(2);
     }
 
+    /**
+     * A receiver in another TaskManager (or one not known to run here) gets the bytes, even while
+     * the handoff has room: the sample crosses once, and is never prepared again over there.
+     */
+    @Test
+    void shouldSendTheBytesInlineWhenTheReceiverIsNotKnownToRunHere() throws Exception {
+        PreparedSample s = SampleFixtures.prepared(44, SamplePath.FAST, PATCH);
+        assertThat(s.handOff()).isFalse();
+        try (var r = SampleHandoff.jvm().reserve(1)) {
+            byte[] inline = write(PreparedSampleSerializer.INSTANCE, s);
+            assertThat(SampleHandoff.jvm().parked()).isZero();
+            assertThat(inline.length).isGreaterThan((int) (5 * PATCH.voxels()));
+            PreparedSample back = read(inline);
+            assertThat(back.patch().sameContent(s.patch())).isTrue();
+            assertThat(back.handOff()).as("read back: bytes unless routed anew").isFalse();
+        }
+    }
+
     @Test
     void shouldSendTheBytesInlineWhenNoLoaderReservedRoom() throws Exception {
-        PreparedSample s = SampleFixtures.prepared(42, SamplePath.SLOW, PATCH);
+        PreparedSample s = SampleFixtures.prepared(42, SamplePath.SLOW, PATCH).withHandOff(true);
         byte[] inline = write(PreparedSampleSerializer.INSTANCE, s);
         assertThat(inline.length).isGreaterThan((int) (5 * PATCH.voxels()));
         PreparedSample back = read(inline);

@@ -1,0 +1,208 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.data.CaseCache;
+import io.minato.data.CaseFiles;
+import io.minato.data.Dataset;
+import io.minato.data.EpochOrder;
+import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.loader.CaseTable;
+import io.minato.loader.Receivers;
+import io.minato.loader.SampleRecipe;
+import io.minato.loader.TimeoutPolicy;
+import io.minato.sample.Batch;
+import io.minato.spi.Workload;
+import io.minato.trainer.Accelerator;
+import io.minato.trainer.AcceleratorFactory;
+import io.minato.trainer.SimulatedAccelerator;
+import io.minato.trainer.StepResult;
+import io.minato.trainer.TraceFiles;
+import io.minato.trainer.TrainerSink;
+import io.minato.transform.TransformConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The whole job on a MiniCluster of three TaskManagers, its slots spread over all of them: samples
+ * whose batcher or trainer runs in another TaskManager than their worker cross as their bytes,
+ * once, and none is prepared twice; exactly-once holds across a failure; the scheduled workers
+ * finish. (Several TaskManagers share this JVM here; the handoff in place is used only within one
+ * TaskManager, so the bytes travel as on a real cluster.)
+ */
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class ScaleOutJobTest {
+    private static final int DEVICES = 2;
+    private static final int BATCH = 2;
+    private static final long SEED = 13;
+
+    @RegisterExtension
+    static final MiniClusterExtension CLUSTER =
+            new MiniClusterExtension(
+                    new MiniClusterResourceConfiguration.Builder()
+                            .setNumberTaskManagers(3)
+                            .setNumberSlotsPerTaskManager(2)
+                            .setConfiguration(spreadOut())
+                            .build());
+
+    private static Configuration spreadOut() {
+        Configuration c = FlinkSetup.networkMemory(new Configuration(), 96);
+        c.setString("taskmanager.load-balance.mode", "SLOTS");
+        return c;
+    }
+
+    /** Set once by the failing accelerator (the MiniCluster runs in this JVM). */
+    private static final AtomicBoolean FAILED = new AtomicBoolean();
+
+    private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
+
+    @TempDir static Path data;
+    static List<CaseFiles> train;
+
+    @TempDir Path run;
+
+    @BeforeAll
+    static void generate() throws Exception {
+        KitsLikeGenerator.builder().optCases(8).optScale(0.15).optSeed(6).build().generate(data);
+        train = Dataset.scan(data).split(2).train();
+    }
+
+    /**
+     * Every loader on three TaskManagers: every (epoch, index) trained once, none prepared again,
+     * and some samples crossed as bytes (the workers' and trainers' slots lie apart).
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(LoaderJob.Loader.class)
+    void shouldTrainEverySampleOnceWithItsBytesCrossingTaskManagers(LoaderJob.Loader loader)
+            throws Exception {
+        int epochs = 4;
+        JobExecutionResult result =
+                run(loader, epochs, true, new SimulatedAccelerator.Factory(2), "auto");
+        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+        assertThat((Long) result.getAccumulatorResult(TrainerSink.PREPARED_AGAIN)).isZero();
+        assertThat((Long) result.getAccumulatorResult(Receivers.SENT_AS_BYTES))
+                .as("samples that crossed to another TaskManager as bytes")
+                .isPositive();
+    }
+
+    /**
+     * A trainer fails once after two checkpoints; the job restores on the three TaskManagers and
+     * every (epoch, index) is still trained exactly once.
+     */
+    @Test
+    void shouldTrainEverySampleExactlyOnceAcrossAFailure() throws Exception {
+        FAILED.set(false);
+        SNAPSHOTS.set(0);
+        int epochs = 12;
+        run(LoaderJob.Loader.minato, epochs, false, new FailOnceAfterCheckpoints(), "0.5");
+        assertThat(FAILED).as("the fault was injected").isTrue();
+        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+    }
+
+    private JobExecutionResult run(
+            LoaderJob.Loader loader,
+            int epochs,
+            boolean scheduled,
+            AcceleratorFactory accelerator,
+            String timeout)
+            throws Exception {
+        Workload<?> workload =
+                new CaseTable(train, CaseCache.disabled())
+                        .workload(TransformConfig.mlperf(16).withTail(0.3, 20));
+        LoaderJob.Settings settings =
+                new LoaderJob.Settings(
+                        loader,
+                        workload,
+                        epochs,
+                        SEED,
+                        BATCH,
+                        DEVICES,
+                        2,
+                        2,
+                        TimeoutPolicy.parse(timeout),
+                        scheduled);
+        TrainerSink sink =
+                TrainerSink.builder()
+                        .setAccelerator(accelerator)
+                        .optOutputDir(run)
+                        .optTraceDir(run)
+                        .optRecipe(new SampleRecipe(workload))
+                        .build();
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
+        new LoaderJob(settings, sink, true).build(env);
+        JobExecutionResult result = env.execute("ScaleOutJobTest " + loader);
+        TraceFiles.merge(run, run.resolve("trace.csv"));
+        return result;
+    }
+
+    /** The trace's (epoch, index) pairs, each checked to appear once with its epoch's case. */
+    private Set<String> traceOnce(int epochs) throws Exception {
+        List<String> lines = Files.readAllLines(run.resolve("trace.csv"));
+        assertThat(lines.get(0)).isEqualTo("epoch,index,case,device,step,path");
+        Set<String> seen = new HashSet<>();
+        for (String line : lines.subList(1, lines.size())) {
+            String[] f = line.split(",");
+            int epoch = Integer.parseInt(f[0]);
+            int index = Integer.parseInt(f[1]);
+            assertThat(epoch).isBetween(0, epochs - 1);
+            assertThat(Integer.parseInt(f[2]))
+                    .isEqualTo(EpochOrder.permutation(SEED, epoch, train.size())[index]);
+            assertThat(seen.add(epoch + "," + index)).as("trained twice: %s", line).isTrue();
+        }
+        return seen;
+    }
+
+    /** Device 0's step fails once, after two of its checkpoints; steps sleep 20 ms. */
+    static final class FailOnceAfterCheckpoints implements AcceleratorFactory {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private final SimulatedAccelerator step = new SimulatedAccelerator(20);
+
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    if (device == 0 && SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
+                        throw new IllegalStateException("injected device fault");
+                    }
+                    return step.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return "simulated";
+                }
+
+                @Override
+                public byte[] snapshot() {
+                    if (device == 0) {
+                        SNAPSHOTS.incrementAndGet();
+                    }
+                    return new byte[0];
+                }
+            };
+        }
+    }
+}
