@@ -124,3 +124,29 @@ minato_cluster_classpath() {
     | grep -v -e '^$' -e '/io/minato/' -e '/info/picocli/' -e '/operators/target/' \
       -e '/sink-trainer/target/' | paste -sd: -
 }
+
+# The resource ids (tm-K), one a line, of the TaskManagers of scripts/cluster that run a subtask
+# of the one running job's vertex whose name contains $1 (TrainerSink: the trainers;
+# AugmentOperator: the fast workers); nothing while there is none.
+minato_taskmanagers_running() {
+  python3 - "$1" <<'PY'
+import json, sys, urllib.request
+def get(p):
+    return json.load(urllib.request.urlopen("http://localhost:8081" + p, timeout=5))
+try:
+    for j in get("/jobs")["jobs"]:
+        if j["status"] != "RUNNING":
+            continue
+        for v in get("/jobs/" + j["id"])["vertices"]:
+            if sys.argv[1] in v["name"] and v["status"] == "RUNNING":
+                tms = get("/jobs/%s/vertices/%s/taskmanagers" % (j["id"], v["id"]))["taskmanagers"]
+                for tm in tms:
+                    if tm["status"] == "RUNNING":
+                        print(tm["taskmanager-id"])
+except Exception:
+    pass
+PY
+}
+
+# The resource id (tm-K) of the TaskManager that runs the trainer; empty while none runs.
+minato_trainer_taskmanager() { minato_taskmanagers_running TrainerSink | head -n 1; }
