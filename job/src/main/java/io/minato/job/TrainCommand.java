@@ -8,6 +8,7 @@ import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.PrepTimes;
+import io.minato.loader.Receivers;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TimeoutPolicy;
@@ -807,7 +808,8 @@ public final class TrainCommand implements Callable<Integer> {
                         w.fast(),
                         w.slow(),
                         w.auto(),
-                        w.auto() ? activeWorkersMean(accumulators) : null),
+                        w.auto() ? activeWorkersMean(accumulators) : null,
+                        accumulators.get(Receivers.SENT_AS_BYTES) instanceof Long n ? n : null),
                 fetch(accumulators));
     }
 

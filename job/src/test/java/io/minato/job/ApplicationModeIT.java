@@ -2,6 +2,7 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.json.Json;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -37,6 +38,54 @@ class ApplicationModeIT {
         assertThat(report).content().contains("\"delivered\": 8", "\"dice\": null");
         assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 8);
         assertThat(run.resolve(RunArgs.FINISHED)).exists();
+    }
+
+    /**
+     * Two TaskManagers, each its own JVM, of two slots: the trainer's slot apart from the two
+     * preparation slots, so that at least one worker prepares in the other TaskManager and its
+     * samples cross as bytes; every (epoch, index) is still trained once and none twice.
+     */
+    @Test
+    void shouldTrainEverySampleOnceWithPreparationInAnotherTaskManager(@TempDir Path tmp)
+            throws Exception {
+        Path run = tmp.resolve("run");
+        Path report = tmp.resolve("report.json");
+        List<String> twoSlots =
+                List.of(
+                        "-D",
+                        "taskmanager.numberOfTaskSlots=2",
+                        "-D",
+                        "taskmanager.load-balance.mode=SLOTS");
+        runApplication(
+                tmp,
+                List.of(
+                        "--accelerator",
+                        "simulated:10",
+                        "--workers",
+                        "2",
+                        "--devices",
+                        "cpu:1",
+                        "--run-dir",
+                        run.toString()),
+                report,
+                twoSlots,
+                twoSlots,
+                Map.of(),
+                2);
+        assertThat(report).content().contains("\"delivered\": 8");
+        List<String> trace = Files.readAllLines(run.resolve("trace.csv"));
+        assertThat(
+                        trace.subList(1, trace.size()).stream()
+                                .map(l -> l.split(",")[0] + "," + l.split(",")[1])
+                                .distinct())
+                .hasSize(8);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> workers =
+                (Map<String, Object>)
+                        ((Map<String, Object>) Json.parse(Files.readString(report))).get("workers");
+        assertThat(((Number) workers.get("sent_as_bytes")).longValue())
+                .as("samples that crossed to the trainer's TaskManager as bytes")
+                .isPositive();
     }
 
     /**
@@ -99,6 +148,22 @@ class ApplicationModeIT {
             List<String> taskManagerConf,
             Map<String, String> taskManagerEnv)
             throws Exception {
+        runApplication(tmp, args, report, jobManagerConf, taskManagerConf, taskManagerEnv, 1);
+    }
+
+    /**
+     * As above, on {@code taskManagers} TaskManagers, each its own JVM (the first one logs to
+     * tm.log, the k-th to tm-k.log).
+     */
+    private static void runApplication(
+            Path tmp,
+            List<String> args,
+            Path report,
+            List<String> jobManagerConf,
+            List<String> taskManagerConf,
+            Map<String, String> taskManagerEnv,
+            int taskManagers)
+            throws Exception {
         Path jar = FlinkRunIT.jobJar();
         Path data = FlinkRunIT.generatedData(tmp);
         List<String> ports =
@@ -152,16 +217,20 @@ class ApplicationModeIT {
                         .toList();
         assertThat(result).as(Files.readString(tmp.resolve("sizing.out"))).hasSize(2);
 
-        List<String> taskManager = java(jar, tmp.resolve("tm.log"));
-        taskManager.addAll(1, Arrays.asList(result.get(0).split("\\s+")));
-        taskManager.add("org.apache.flink.runtime.taskexecutor.TaskManagerRunner");
-        taskManager.addAll(List.of("--configDir", flinkConf().toString()));
-        taskManager.addAll(ports);
-        taskManager.addAll(Arrays.asList(result.get(1).split("\\s+")));
-        taskManager.addAll(taskManagerConf);
-
         Process jm = start(jobManager, tmp.resolve("jm.out"), Map.of());
-        Process tm = start(taskManager, tmp.resolve("tm.out"), taskManagerEnv);
+        List<Process> tms = new ArrayList<>();
+        for (int k = 1; k <= taskManagers; k++) {
+            String name = k == 1 ? "tm" : "tm-" + k;
+            List<String> taskManager = java(jar, tmp.resolve(name + ".log"));
+            taskManager.addAll(1, Arrays.asList(result.get(0).split("\\s+")));
+            taskManager.add("org.apache.flink.runtime.taskexecutor.TaskManagerRunner");
+            taskManager.addAll(List.of("--configDir", flinkConf().toString()));
+            taskManager.addAll(ports);
+            taskManager.addAll(Arrays.asList(result.get(1).split("\\s+")));
+            taskManager.addAll(List.of("-D", "taskmanager.resource-id=tm-" + k));
+            taskManager.addAll(taskManagerConf);
+            tms.add(start(taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
+        }
         try {
             boolean ended = jm.waitFor(4, TimeUnit.MINUTES);
             String out = Files.readString(tmp.resolve("jm.out"));
@@ -176,8 +245,10 @@ class ApplicationModeIT {
                                     + " application status SUCCEEDED");
         } finally {
             jm.destroyForcibly();
-            tm.destroyForcibly();
-            tm.waitFor(30, TimeUnit.SECONDS);
+            for (Process tm : tms) {
+                tm.destroyForcibly();
+                tm.waitFor(30, TimeUnit.SECONDS);
+            }
         }
     }
 

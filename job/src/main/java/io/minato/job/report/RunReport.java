@@ -108,8 +108,19 @@ public final class RunReport {
      * baselines' W + S threads count as fast), whether the worker scheduler paced them ({@code
      * auto}), and then the mean number it let prepare at once ({@code activeMean}, else null).
      */
-    public record Workers(int fast, int slow, boolean auto, Double activeMean)
-            implements Serializable {}
+    /**
+     * The preparation workers: how many, whether the scheduler paced them and its mean active
+     * count, and how many prepared samples they sent with their bytes to a batcher or trainer in
+     * another TaskManager (null: not known).
+     */
+    public record Workers(int fast, int slow, boolean auto, Double activeMean, Long sentAsBytes)
+            implements Serializable {
+
+        /** Workers whose samples' routes are not known. */
+        public Workers(int fast, int slow, boolean auto, Double activeMean) {
+            this(fast, slow, auto, activeMean, null);
+        }
+    }
 
     /**
      * Lookups of remembered per-sample results over the whole job, and the bytes a JVM's stores
@@ -416,6 +427,8 @@ public final class RunReport {
                                     ? "null"
                                     : DeviceSummary.Json.number(
                                             Math.round(w.activeMean() * 100) / 100.0))
+                    .append(", \"sent_as_bytes\": ")
+                    .append(w.sentAsBytes() == null ? "null" : w.sentAsBytes())
                     .append("},\n");
         }
         appendMemory(b);
