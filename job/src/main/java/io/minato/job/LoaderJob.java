@@ -16,7 +16,9 @@ import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
 import io.minato.spi.Workload;
 import io.minato.trainer.TrainerSink;
+import io.minato.trainer.gpu.FlinkGpus;
 import java.util.Objects;
+import org.apache.flink.api.common.operators.SlotSharingGroup;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -74,12 +76,46 @@ public final class LoaderJob {
     static final long HANDOFF_FLUSH_MS = 0;
 
     /**
-     * The slot sharing group of the batchers and trainers when {@link Builder#optTrainingApart}:
-     * their slots are apart from the preparation's (Flink's default group: sources, fast and slow
-     * workers), so that on a cluster Flink can place preparation in any TaskManager and training
-     * where the devices are; one slot holds one device's batcher and trainer (chained).
+     * The slot sharing group of the batchers and trainers when their slots are apart from the
+     * preparation's (Flink's default group: sources, fast and slow workers); one slot holds one
+     * device's batcher and trainer (chained).
      */
     public static final String TRAINING = "training";
+
+    /** Where the batchers and trainers run: which slots they take. */
+    public enum TrainingSlots {
+        /** Each shares a slot with a preparation subtask: one TaskManager, a local environment. */
+        SHARED,
+        /**
+         * Slots of their own (slot sharing group {@link #TRAINING}): on a cluster preparation may
+         * run in other TaskManagers than training.
+         */
+        APART,
+        /**
+         * Slots of their own that each need one GPU of Flink's external resource {@code gpu} (a
+         * fine-grained resource requirement): Flink puts them only in TaskManagers that declare
+         * GPUs, and preparation anywhere.
+         */
+        ON_GPUS
+    }
+
+    /**
+     * What a training slot asks for besides its GPU under {@link TrainingSlots#ON_GPUS}: Flink's
+     * fine-grained requirements need CPU and heap; the managed memory is the batcher's RocksDB. The
+     * trainer's own memory is native (DJL) and not Flink's to account.
+     */
+    static final double TRAINING_SLOT_CPU = 1.0;
+
+    static final int TRAINING_SLOT_HEAP_MB = 128;
+    static final int TRAINING_SLOT_MANAGED_MB = 64;
+
+    /**
+     * A preparation slot's requirement under {@link TrainingSlots#ON_GPUS}: one worker's core and a
+     * nominal heap (Flink accounts for heap but does not bound it per slot).
+     */
+    static final double PREPARATION_SLOT_CPU = 1.0;
+
+    static final int PREPARATION_SLOT_HEAP_MB = 32;
 
     /**
      * Slots the job needs in all: its widest operator's parallelism, or with the training apart the
@@ -89,7 +125,9 @@ public final class LoaderJob {
         Settings s = settings;
         int preparation =
                 s.loader() == Loader.minato ? Math.max(s.fastWorkers(), s.slowWorkers()) : 1;
-        return trainingApart ? preparation + s.devices() : Math.max(preparation, s.devices());
+        return trainingSlots == TrainingSlots.SHARED
+                ? Math.max(preparation, s.devices())
+                : preparation + s.devices();
     }
 
     /**
@@ -117,20 +155,19 @@ public final class LoaderJob {
 
     private final Settings settings;
     private final TrainerSink sink;
-    private final boolean trainingApart;
+    private final TrainingSlots trainingSlots;
 
     public LoaderJob(Settings settings, TrainerSink sink) {
-        this(settings, sink, false);
+        this(settings, sink, TrainingSlots.SHARED);
     }
 
     /**
-     * @param trainingApart whether the batchers and trainers get slots of their own (the slot
-     *     sharing group {@link #TRAINING}) rather than share each slot with a preparation subtask
+     * @param trainingSlots which slots the batchers and trainers take
      */
-    public LoaderJob(Settings settings, TrainerSink sink, boolean trainingApart) {
+    public LoaderJob(Settings settings, TrainerSink sink, TrainingSlots trainingSlots) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.sink = Objects.requireNonNull(sink, "sink");
-        this.trainingApart = trainingApart;
+        this.trainingSlots = Objects.requireNonNull(trainingSlots, "trainingSlots");
     }
 
     /** Builds a job from code: {@code set*} required, {@code opt*} optional. */
@@ -170,7 +207,7 @@ public final class LoaderJob {
         private int slowWorkers = 1;
         private TimeoutPolicy timeout = TimeoutPolicy.parse("auto");
         private boolean scheduled;
-        private boolean trainingApart;
+        private TrainingSlots trainingSlots = TrainingSlots.SHARED;
 
         private Builder() {}
 
@@ -243,14 +280,13 @@ public final class LoaderJob {
         }
 
         /**
-         * Gives the batchers and trainers slots of their own (slot sharing group {@link
-         * #TRAINING}), apart from preparation's: on a cluster of several TaskManagers, so that
-         * preparation may run on other hosts than training. One TaskManager gains nothing from it
-         * but needs more slots (a plain local environment gives a job only as many as its widest
-         * operator).
+         * Which slots the batchers and trainers take ({@link TrainingSlots}); shared with
+         * preparation by default. A cluster of several TaskManagers wants them apart, so that
+         * preparation may run on other hosts; one TaskManager gains nothing from it but needs more
+         * slots (a plain local environment gives a job only as many as its widest operator).
          */
-        public Builder optTrainingApart(boolean apart) {
-            this.trainingApart = apart;
+        public Builder optTrainingSlots(TrainingSlots slots) {
+            this.trainingSlots = Objects.requireNonNull(slots, "slots");
             return this;
         }
 
@@ -271,7 +307,7 @@ public final class LoaderJob {
                             timeout,
                             scheduled && loader == Loader.minato),
                     trainer,
-                    trainingApart);
+                    trainingSlots);
         }
 
         private static int positive(String name, int value) {
@@ -285,6 +321,16 @@ public final class LoaderJob {
     /** Adds the dataflow to the environment; the caller executes it. */
     public void build(StreamExecutionEnvironment env) {
         Settings s = settings;
+        if (trainingSlots == TrainingSlots.ON_GPUS) {
+            // Every slot with a requirement of its own: a slot of unknown size would take its
+            // share of every resource of its TaskManager, GPUs included (a TaskManager of 8 slots
+            // and 2 GPUs gave two preparation slots half a GPU, and the second trainer none).
+            env.registerSlotSharingGroup(
+                    SlotSharingGroup.newBuilder(StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP)
+                            .setCpuCores(PREPARATION_SLOT_CPU)
+                            .setTaskHeapMemoryMB(PREPARATION_SLOT_HEAP_MB)
+                            .build());
+        }
         // Minato's fast workers each take their own share of the tasks, chained to it; the
         // baselines' loaders are one operator with threads of their own.
         int shares = s.loader() == Loader.minato ? s.fastWorkers() : 1;
@@ -296,16 +342,26 @@ public final class LoaderJob {
                     case inorder -> inOrder(tasks);
                     case djl -> djl(tasks);
                 };
-        sink.trainOn(batches)
+        inTrainingSlots(sink.trainOn(batches))
                 .uid("trainer-sink")
-                .slotSharingGroup(trainingSlots())
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
     }
 
-    /** The batchers' and trainers' slot sharing group: their own, or the default one. */
-    private String trainingSlots() {
-        return trainingApart ? TRAINING : StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP;
+    /** Puts a batcher or trainer operator into the slots {@link #trainingSlots} says. */
+    private <T> SingleOutputStreamOperator<T> inTrainingSlots(SingleOutputStreamOperator<T> op) {
+        return switch (trainingSlots) {
+            case SHARED -> op.slotSharingGroup(StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP);
+            case APART -> op.slotSharingGroup(TRAINING);
+            case ON_GPUS ->
+                    op.slotSharingGroup(
+                            SlotSharingGroup.newBuilder(TRAINING)
+                                    .setCpuCores(TRAINING_SLOT_CPU)
+                                    .setTaskHeapMemoryMB(TRAINING_SLOT_HEAP_MB)
+                                    .setManagedMemoryMB(TRAINING_SLOT_MANAGED_MB)
+                                    .setExternalResource(FlinkGpus.RESOURCE, 1.0)
+                                    .build());
+        };
     }
 
     private DataStream<Batch> minato(DataStream<SampleTask> tasks) {
@@ -336,11 +392,14 @@ public final class LoaderJob {
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
-        return fast.union(slow)
-                .keyBy(new DeviceOf(keys), Types.INT)
-                .transform("BatchAssembler", SampleTypes.BATCH, new BatchAssembler(keys, s.batch()))
+        return inTrainingSlots(
+                        fast.union(slow)
+                                .keyBy(new DeviceOf(keys), Types.INT)
+                                .transform(
+                                        "BatchAssembler",
+                                        SampleTypes.BATCH,
+                                        new BatchAssembler(keys, s.batch())))
                 .uid("batch-assembler")
-                .slotSharingGroup(trainingSlots())
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
     }

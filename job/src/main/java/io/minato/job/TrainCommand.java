@@ -545,8 +545,14 @@ public final class TrainCommand implements Callable<Integer> {
                         .optBatchSize(batch)
                         .optDevices(dev.devices().size())
                         .optTimeout(timeoutPolicy)
-                        // On a cluster preparation may run on other hosts than training.
-                        .optTrainingApart(!embedded);
+                        // On a cluster preparation may run on other hosts than training, and
+                        // training where Flink's GPUs are when the cluster declares them.
+                        .optTrainingSlots(
+                                embedded
+                                        ? LoaderJob.TrainingSlots.SHARED
+                                        : dev.fromFlink()
+                                                ? LoaderJob.TrainingSlots.ON_GPUS
+                                                : LoaderJob.TrainingSlots.APART);
         LoaderJob loaderJob =
                 (scheduled
                                 ? jobBuilder.optScheduledWorkers(fast, slow)

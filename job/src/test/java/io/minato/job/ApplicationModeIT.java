@@ -71,7 +71,8 @@ class ApplicationModeIT {
                 twoSlots,
                 twoSlots,
                 Map.of(),
-                2);
+                2,
+                List.of());
         assertThat(report).content().contains("\"delivered\": 8");
         List<String> trace = Files.readAllLines(run.resolve("trace.csv"));
         assertThat(
@@ -136,6 +137,66 @@ class ApplicationModeIT {
     }
 
     /**
+     * Fine-grained resource requirements: the trainers' slots each need one of Flink's GPUs, so
+     * they go to the TaskManager that has them (two GPUs, two slots' worth of cores), and the
+     * preparation to the other one, which has none; every sample crosses to the trainers as bytes.
+     */
+    @Test
+    void shouldPlaceTheTrainersWhereFlinksGpusAreAndPreparationElsewhere(@TempDir Path tmp)
+            throws Exception {
+        Path plugins = tmp.resolve("plugins");
+        ListedGpuDriverFactory.writePlugin(plugins.resolve("listed-gpus"));
+        List<String> gpus =
+                List.of("-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=2");
+        List<String> withGpus =
+                concat(
+                        concat(
+                                gpus,
+                                List.of(
+                                        "-D",
+                                        "taskmanager.numberOfTaskSlots=2",
+                                        "-D",
+                                        "taskmanager.cpu.cores=2")),
+                        List.of(
+                                "-D",
+                                "external-resource.gpu.driver-factory.class="
+                                        + ListedGpuDriverFactory.class.getName(),
+                                "-D",
+                                "external-resource.gpu.param.indices=0,1"));
+        List<String> cpuOnly = List.of("-D", "taskmanager.numberOfTaskSlots=4");
+        Path run = tmp.resolve("run");
+        Path report = tmp.resolve("report.json");
+        runApplication(
+                tmp,
+                List.of(
+                        "--accelerator",
+                        "simulated:10",
+                        "--devices",
+                        "gpu",
+                        "--workers",
+                        "2",
+                        "--run-dir",
+                        run.toString()),
+                report,
+                gpus,
+                withGpus,
+                Map.of("FLINK_PLUGINS_DIR", plugins.toString()),
+                2,
+                cpuOnly);
+        assertThat(report).content().contains("\"delivered\": 8", "\"devices\": 2");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> workers =
+                (Map<String, Object>)
+                        ((Map<String, Object>) Json.parse(Files.readString(report))).get("workers");
+        assertThat(((Number) workers.get("sent_as_bytes")).longValue())
+                .as("every sample prepared in the TaskManager without GPUs")
+                .isEqualTo(8);
+        assertThat(Files.readString(tmp.resolve("jm.log")))
+                .contains("gpu=1")
+                .doesNotContain("NoResourceAvailableException");
+    }
+
+    /**
      * Runs {@code Main train} with {@code args} on 4 generated cases x 2 epochs in a standalone
      * application cluster (a JobManager and a TaskManager, each its own JVM) until the application
      * succeeds.
@@ -148,12 +209,14 @@ class ApplicationModeIT {
             List<String> taskManagerConf,
             Map<String, String> taskManagerEnv)
             throws Exception {
-        runApplication(tmp, args, report, jobManagerConf, taskManagerConf, taskManagerEnv, 1);
+        runApplication(
+                tmp, args, report, jobManagerConf, taskManagerConf, taskManagerEnv, 1, List.of());
     }
 
     /**
      * As above, on {@code taskManagers} TaskManagers, each its own JVM (the first one logs to
-     * tm.log, the k-th to tm-k.log).
+     * tm.log, the k-th to tm-k.log); the first gets {@code taskManagerConf}, the others {@code
+     * otherConf} where that is not empty.
      */
     private static void runApplication(
             Path tmp,
@@ -162,7 +225,8 @@ class ApplicationModeIT {
             List<String> jobManagerConf,
             List<String> taskManagerConf,
             Map<String, String> taskManagerEnv,
-            int taskManagers)
+            int taskManagers,
+            List<String> otherConf)
             throws Exception {
         Path jar = FlinkRunIT.jobJar();
         Path data = FlinkRunIT.generatedData(tmp);
@@ -228,7 +292,7 @@ class ApplicationModeIT {
             taskManager.addAll(ports);
             taskManager.addAll(Arrays.asList(result.get(1).split("\\s+")));
             taskManager.addAll(List.of("-D", "taskmanager.resource-id=tm-" + k));
-            taskManager.addAll(taskManagerConf);
+            taskManager.addAll(k == 1 || otherConf.isEmpty() ? taskManagerConf : otherConf);
             tms.add(start(taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
         }
         try {

@@ -150,7 +150,7 @@ class ScaleOutJobTest {
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
-        new LoaderJob(settings, sink, true).build(env);
+        new LoaderJob(settings, sink, LoaderJob.TrainingSlots.APART).build(env);
         JobExecutionResult result = env.execute("ScaleOutJobTest " + loader);
         TraceFiles.merge(run, run.resolve("trace.csv"));
         return result;
