@@ -1,6 +1,7 @@
 package io.minato.job;
 
 import io.minato.json.Json;
+import io.minato.trainer.gpu.FlinkGpus;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,29 +25,84 @@ final class ClusterSlots {
 
     /** The cluster's slots in all; empty when its REST API cannot tell (not reachable, say). */
     static OptionalInt total(ReadableConfig config) {
+        return get(config, "/overview").map(ClusterSlots::slotsIn).orElse(OptionalInt.empty());
+    }
+
+    /**
+     * The most GPUs of Flink's external resource {@code gpu} that one TaskManager of the cluster
+     * has; empty when its REST API cannot tell, or no TaskManager is registered yet.
+     */
+    static OptionalInt mostGpus(ReadableConfig config) {
+        return get(config, "/taskmanagers")
+                .map(ClusterSlots::mostGpusIn)
+                .orElse(OptionalInt.empty());
+    }
+
+    /** The body of the JobManager's answer to GET {@code path}; empty if none came. */
+    private static java.util.Optional<String> get(ReadableConfig config, String path) {
         String host = config.get(RestOptions.ADDRESS);
         int port = config.get(RestOptions.PORT);
         if (host == null || host.isBlank()) {
-            return OptionalInt.empty();
+            return java.util.Optional.empty();
         }
         try {
             HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
             HttpRequest request =
-                    HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + "/overview"))
+                    HttpRequest.newBuilder(URI.create("http://" + host + ":" + port + path))
                             .timeout(TIMEOUT)
                             .build();
             HttpResponse<String> response =
                     client.send(request, HttpResponse.BodyHandlers.ofString());
-            if (response.statusCode() != 200) {
-                return OptionalInt.empty();
-            }
-            return slotsIn(response.body());
+            return response.statusCode() == 200
+                    ? java.util.Optional.of(response.body())
+                    : java.util.Optional.empty();
         } catch (java.io.IOException | IllegalArgumentException e) {
-            return OptionalInt.empty();
+            return java.util.Optional.empty();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return OptionalInt.empty();
+            return java.util.Optional.empty();
         }
+    }
+
+    /**
+     * The most {@code gpu} in one TaskManager's {@code totalResource.extendedResources} of a {@code
+     * /taskmanagers} answer; empty when it lists no TaskManager.
+     */
+    static OptionalInt mostGpusIn(String taskManagers) {
+        try {
+            if (!(Json.parse(taskManagers) instanceof Map<?, ?> m
+                    && m.get("taskmanagers") instanceof java.util.List<?> tms
+                    && !tms.isEmpty())) {
+                return OptionalInt.empty();
+            }
+            int most = 0;
+            for (Object tm : tms) {
+                if (tm instanceof Map<?, ?> t
+                        && t.get("totalResource") instanceof Map<?, ?> total
+                        && total.get("extendedResources") instanceof Map<?, ?> extended
+                        && extended.get(FlinkGpus.RESOURCE) instanceof Number n) {
+                    most = Math.max(most, (int) Math.floor(n.doubleValue()));
+                }
+            }
+            return OptionalInt.of(most);
+        } catch (IllegalArgumentException e) {
+            return OptionalInt.empty(); // not JSON: no answer
+        }
+    }
+
+    /**
+     * The one line for a job that trains on {@code devices} of Flink's GPUs on a cluster whose best
+     * TaskManager has {@code most}: its training slots would wait for GPUs that never come.
+     */
+    static String tooFewGpus(int devices, int most) {
+        return "the job trains on "
+                + devices
+                + " GPU(s) from Flink's external resource framework, and all of them must be in"
+                + " one TaskManager, but the cluster's TaskManagers have at most "
+                + most
+                + ": set external-resources: gpu and external-resource.gpu.amount: "
+                + devices
+                + " in the TaskManagers' config.yaml";
     }
 
     /**

@@ -359,6 +359,15 @@ public final class TrainCommand implements Callable<Integer> {
                     embedded || FlinkSetup.applicationMode()
                             ? OptionalInt.empty()
                             : ClusterSlots.total(FlinkSetup.clientConfiguration());
+            if (dev.fromFlink() && !embedded && !FlinkSetup.applicationMode()) {
+                // Each training slot requires a GPU: without enough, Flink would wait for slots
+                // that never come.
+                OptionalInt gpus = ClusterSlots.mostGpus(FlinkSetup.clientConfiguration());
+                if (gpus.isPresent() && gpus.getAsInt() < dev.devices().size()) {
+                    throw new IllegalArgumentException(
+                            ClusterSlots.tooFewGpus(dev.devices().size(), gpus.getAsInt()));
+                }
+            }
             if (scheduled && clusterSlots.isPresent()) {
                 // On a cluster: a worker for every slot the trainers leave, on whichever
                 // TaskManagers hold them (this client's cores say nothing about them).

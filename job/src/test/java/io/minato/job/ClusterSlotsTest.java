@@ -36,4 +36,17 @@ class ClusterSlotsTest {
         c.setString("rest.port", Integer.toString(FlinkSetup.freePort()));
         assertThat(ClusterSlots.total(c)).isEmpty();
     }
+
+    @Test
+    void shouldReadTheMostGpusOfOneTaskManager() {
+        String two =
+                "{\"taskmanagers\":[{\"id\":\"tm-1\",\"totalResource\":{\"cpuCores\":4.0,"
+                        + "\"extendedResources\":{\"gpu\":2.0}}},{\"id\":\"tm-2\","
+                        + "\"totalResource\":{\"cpuCores\":4.0,\"extendedResources\":{}}}]}";
+        assertThat(ClusterSlots.mostGpusIn(two)).hasValue(2);
+        assertThat(ClusterSlots.mostGpusIn("{\"taskmanagers\":[]}")).isEmpty();
+        assertThat(ClusterSlots.tooFewGpus(2, 1))
+                .contains("2 GPU(s)", "at most 1", "external-resource.gpu.amount: 2")
+                .doesNotContain("\n");
+    }
 }

@@ -193,10 +193,11 @@ class FlinkRunIT {
         assertThat(log)
                 .as(log)
                 .contains(
-                        "error: the job trains on 1 GPU(s) from Flink's external resource framework, but this TaskManager got"
-                                + " none: set external-resources: gpu and"
-                                + " external-resource.gpu.amount: 1 in the TaskManagers'"
-                                + " config.yaml")
+                        "error: the job trains on 1 GPU(s) from Flink's external resource"
+                                + " framework, and all of them must be in one TaskManager, but"
+                                + " the cluster's TaskManagers have at most 0: set"
+                                + " external-resources: gpu and external-resource.gpu.amount: 1"
+                                + " in the TaskManagers' config.yaml")
                 .doesNotContain("\tat ");
     }
 
