@@ -2,12 +2,15 @@ package io.minato.job;
 
 import io.minato.json.Json;
 import io.minato.trainer.gpu.FlinkGpus;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.configuration.RestOptions;
@@ -39,11 +42,11 @@ final class ClusterSlots {
     }
 
     /** The body of the JobManager's answer to GET {@code path}; empty if none came. */
-    private static java.util.Optional<String> get(ReadableConfig config, String path) {
+    private static Optional<String> get(ReadableConfig config, String path) {
         String host = config.get(RestOptions.ADDRESS);
         int port = config.get(RestOptions.PORT);
         if (host == null || host.isBlank()) {
-            return java.util.Optional.empty();
+            return Optional.empty();
         }
         try {
             HttpClient client = HttpClient.newBuilder().connectTimeout(TIMEOUT).build();
@@ -53,14 +56,12 @@ final class ClusterSlots {
                             .build();
             HttpResponse<String> response =
                     client.send(request, HttpResponse.BodyHandlers.ofString());
-            return response.statusCode() == 200
-                    ? java.util.Optional.of(response.body())
-                    : java.util.Optional.empty();
-        } catch (java.io.IOException | IllegalArgumentException e) {
-            return java.util.Optional.empty();
+            return response.statusCode() == 200 ? Optional.of(response.body()) : Optional.empty();
+        } catch (IOException | IllegalArgumentException e) {
+            return Optional.empty();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return java.util.Optional.empty();
+            return Optional.empty();
         }
     }
 
@@ -71,7 +72,7 @@ final class ClusterSlots {
     static OptionalInt mostGpusIn(String taskManagers) {
         try {
             if (!(Json.parse(taskManagers) instanceof Map<?, ?> m
-                    && m.get("taskmanagers") instanceof java.util.List<?> tms
+                    && m.get("taskmanagers") instanceof List<?> tms
                     && !tms.isEmpty())) {
                 return OptionalInt.empty();
             }

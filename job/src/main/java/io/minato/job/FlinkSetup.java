@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.Map;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
+import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -214,14 +215,12 @@ public final class FlinkSetup {
      * configuration the job is submitted with ({@link FlinkGpus#amount}).
      */
     static long flinkGpus() {
-        return FlinkGpus.amount(
-                StreamExecutionEnvironment.getExecutionEnvironment().getConfiguration());
+        return FlinkGpus.amount(clientConfiguration());
     }
 
     /** The configuration {@code flink run} submits with (its config.yaml and -D options). */
-    static Configuration clientConfiguration() {
-        return Configuration.fromMap(
-                StreamExecutionEnvironment.getExecutionEnvironment().getConfiguration().toMap());
+    static ReadableConfig clientConfiguration() {
+        return StreamExecutionEnvironment.getExecutionEnvironment().getConfiguration();
     }
 
     /** Whether {@code flink run -d} submits the job: nobody waits for its end. */
