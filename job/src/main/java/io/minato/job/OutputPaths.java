@@ -8,6 +8,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Checks, before the first sample is prepared, that the run can write what it promises: a report or
@@ -80,6 +83,46 @@ final class OutputPaths {
             return Files.getFileStore(dir).getUsableSpace() < NEARLY_FULL_BYTES;
         } catch (IOException e) {
             return false;
+        }
+    }
+
+    /**
+     * Watches, while a job runs, whether the file system of a folder runs (next to) full. A job
+     * whose checkpoints could not be written fails with no more than "Asynchronous task checkpoint
+     * failed", and by the time it has failed Flink has deleted the failed checkpoints' and the
+     * state backend's files, so the disk has room again when the failure is looked at.
+     */
+    static final class FullDiskWatch implements AutoCloseable {
+        private final Path dir;
+        private final ScheduledExecutorService timer;
+        private volatile boolean seen;
+
+        private FullDiskWatch(Path dir, long periodMillis) {
+            this.dir = dir;
+            this.timer =
+                    Executors.newSingleThreadScheduledExecutor(
+                            r -> {
+                                Thread t = new Thread(r, "minato-full-disk-watch");
+                                t.setDaemon(true);
+                                return t;
+                            });
+            timer.scheduleWithFixedDelay(
+                    () -> seen |= nearlyFull(dir), 0, periodMillis, TimeUnit.MILLISECONDS);
+        }
+
+        /** Looks at {@code dir}'s file system every {@code periodMillis} until closed. */
+        static FullDiskWatch start(Path dir, long periodMillis) {
+            return new FullDiskWatch(dir, periodMillis);
+        }
+
+        /** Whether the file system was nearly full at some look, or is now. */
+        boolean sawNearlyFull() {
+            return seen || nearlyFull(dir);
+        }
+
+        @Override
+        public void close() {
+            timer.shutdownNow();
         }
     }
 

@@ -648,6 +648,7 @@ public final class TrainCommand implements Callable<Integer> {
                         : null;
         List<RunSampler.Sample> samples = null;
         JobExecutionResult result;
+        OutputPaths.FullDiskWatch disk = OutputPaths.FullDiskWatch.start(run, 200);
         try {
             result =
                     embedded && progressMillis > 0
@@ -660,12 +661,13 @@ public final class TrainCommand implements Callable<Integer> {
                                     err)
                             : env.execute(name);
         } catch (Exception e) {
-            RuntimeException stopped = oneLine(e, run, embedded);
+            RuntimeException stopped = oneLine(e, run, embedded, disk.sawNearlyFull());
             if (stopped != null) {
                 throw stopped;
             }
             throw e;
         } finally {
+            disk.close();
             samples = sampler == null ? null : sampler.stop();
             TrainingProgress.forget(run.toAbsolutePath());
             FlinkSetup.deleteRpcJars(flinkTmp);
@@ -853,9 +855,11 @@ public final class TrainCommand implements Callable<Integer> {
      * The failures of a running job that one line says all about, with how to go on: the JobManager
      * lost under {@code flink run}, the job cancelled, TaskManagers without the GPUs the
      * configuration promises, a full disk (named in a cause, or the run directory's file system
-     * nearly full, as when the TaskManager was lost to it); null for any other.
+     * nearly full at some time while the job ran, as when the TaskManager was lost to it or its
+     * checkpoints could not be written); null for any other.
      */
-    private static RuntimeException oneLine(Exception e, Path run, boolean embedded) {
+    private static RuntimeException oneLine(
+            Exception e, Path run, boolean embedded, boolean diskRanFull) {
         String lost = embedded ? null : Main.connectionLostInJob(e);
         if (lost != null) {
             return new Main.Stopped(
@@ -886,7 +890,7 @@ public final class TrainCommand implements Callable<Integer> {
             return new Main.Stopped(gpus);
         }
         String full = Main.diskFullInJob(e);
-        if (full == null && OutputPaths.nearlyFull(run)) {
+        if (full == null && diskRanFull) {
             full = "no space left on the disk of " + run;
         }
         return full == null ? null : stoppedWithResume(full, run, "free space, then ");
