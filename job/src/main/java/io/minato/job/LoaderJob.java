@@ -10,6 +10,8 @@ import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
+import io.minato.loader.pacing.PacingCoordinator;
+import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
@@ -25,6 +27,7 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraphGenerator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 
 /**
  * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
@@ -371,12 +374,13 @@ public final class LoaderJob {
                 tasks.transform(
                                 "AugmentOperator",
                                 SampleTypes.PREPARED_SAMPLE,
-                                new AugmentOperator(
-                                        s.workload(),
-                                        s.timeout(),
-                                        s.devices(),
-                                        s.slowWorkers(),
-                                        s.scheduled()))
+                                paced(
+                                        new AugmentOperator(
+                                                s.workload(),
+                                                s.timeout(),
+                                                s.devices(),
+                                                s.slowWorkers(),
+                                                s.scheduled())))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -388,7 +392,7 @@ public final class LoaderJob {
                         .transform(
                                 "SlowPath",
                                 SampleTypes.PREPARED_SAMPLE,
-                                new SlowPath(s.workload(), s.devices(), s.scheduled()))
+                                paced(new SlowPath(s.workload(), s.devices(), s.scheduled())))
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -402,6 +406,15 @@ public final class LoaderJob {
                 .uid("batch-assembler")
                 .setParallelism(s.devices())
                 .setMaxParallelism(DeviceKeys.MAX_PARALLELISM);
+    }
+
+    /**
+     * A worker operator with the coordinator that tells it how every device's queue stands, for the
+     * worker scheduler of its TaskManager.
+     */
+    private static <IN> WithCoordinator<IN, PreparedSample> paced(
+            OneInputStreamOperator<IN, PreparedSample> worker) {
+        return WithCoordinator.of(worker, (name, id) -> new PacingCoordinator.Provider(id, name));
     }
 
     private DataStream<Batch> inOrder(DataStream<SampleTask> tasks) {

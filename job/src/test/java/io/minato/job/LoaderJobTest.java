@@ -428,8 +428,12 @@ class LoaderJobTest {
                         CaseCache.disabled(),
                         true,
                         job -> {
-                            WorkerScheduler scheduler =
-                                    WorkerScheduler.of(WorkerScheduler.key(job.toString(), 0));
+                            // The scheduler of the one TaskManager, once a worker made it.
+                            String attempt = WorkerScheduler.key(job.toString(), 0);
+                            while (WorkerScheduler.ofAttempt(attempt).isEmpty()) {
+                                Thread.sleep(1);
+                            }
+                            WorkerScheduler scheduler = WorkerScheduler.ofAttempt(attempt).get(0);
                             int held = 0;
                             int atHold = -1;
                             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -688,11 +692,36 @@ class LoaderJobTest {
                     .computeIfAbsent(Integer.parseInt(f[3]), d -> new HashSet<>())
                     .add(Long.parseLong(f[4]));
         }
-        assertThat(stepsByDevice).hasSize(DEVICES);
+        assertThat(stepsByDevice).as(this::traceFilesSeen).hasSize(DEVICES);
         for (Set<Long> steps : stepsByDevice.values()) {
             assertThat(steps).hasSize(steps.stream().mapToInt(Long::intValue).max().orElse(-1) + 1);
         }
         return seen;
+    }
+
+    /** What the run directory holds, for a failure's message. */
+    private String traceFilesSeen() {
+        StringBuilder seen = new StringBuilder("the run directory holds:");
+        try (var files = Files.walk(run)) {
+            files.filter(Files::isRegularFile)
+                    .forEach(
+                            f -> {
+                                try {
+                                    seen.append(' ')
+                                            .append(run.relativize(f))
+                                            .append(" (")
+                                            .append(Files.size(f))
+                                            .append(" bytes)");
+                                } catch (java.io.IOException e) {
+                                    seen.append(' ').append(f).append(" (").append(e).append(')');
+                                }
+                            });
+        } catch (java.io.IOException e) {
+            seen.append(' ').append(e);
+        }
+        return seen.append("; last result's accumulators: ")
+                .append(lastResult == null ? "none" : lastResult.getAllAccumulatorResults())
+                .toString();
     }
 
     private static Set<String> pathsOf(List<String> lines) {

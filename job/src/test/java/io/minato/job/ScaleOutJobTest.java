@@ -7,6 +7,7 @@ import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
 import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.loader.AugmentOperator;
 import io.minato.loader.CaseTable;
 import io.minato.loader.Receivers;
 import io.minato.loader.SampleRecipe;
@@ -118,8 +119,44 @@ class ScaleOutJobTest {
         assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
     }
 
+    /**
+     * With one device, workers fill slots of TaskManagers that hold no trainer. Their worker
+     * schedulers still pace them by the device's queue, which the trainer reports through the job's
+     * coordinators: no worker is paced blind, and every sample is trained once.
+     */
+    @Test
+    void shouldPaceWorkersInTaskManagersWithoutATrainerByTheDevicesQueue() throws Exception {
+        int epochs = 16;
+        JobExecutionResult result =
+                run(
+                        LoaderJob.Loader.minato,
+                        1,
+                        3,
+                        epochs,
+                        true,
+                        new SimulatedAccelerator.Factory(40),
+                        "auto");
+        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+        assertThat((Long) result.getAccumulatorResult(AugmentOperator.PACED_BLIND))
+                .as("scheduled workers whose TaskManager's scheduler never saw a queue")
+                .isZero();
+    }
+
     private JobExecutionResult run(
             LoaderJob.Loader loader,
+            int epochs,
+            boolean scheduled,
+            AcceleratorFactory accelerator,
+            String timeout)
+            throws Exception {
+        return run(loader, DEVICES, 2, epochs, scheduled, accelerator, timeout);
+    }
+
+    /** A run of {@code workers} fast and as many slow workers in front of {@code devices}. */
+    private JobExecutionResult run(
+            LoaderJob.Loader loader,
+            int devices,
+            int workers,
             int epochs,
             boolean scheduled,
             AcceleratorFactory accelerator,
@@ -135,9 +172,9 @@ class ScaleOutJobTest {
                         epochs,
                         SEED,
                         BATCH,
-                        DEVICES,
-                        2,
-                        2,
+                        devices,
+                        workers,
+                        workers,
                         TimeoutPolicy.parse(timeout),
                         scheduled);
         TrainerSink sink =

@@ -120,9 +120,16 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                         batchSize,
                         0,
                         HeadOfLine.of(
-                                WorkerScheduler.key(
-                                        getRuntimeContext().getJobInfo().getJobId().toString(),
-                                        getRuntimeContext().getTaskInfo().getAttemptNumber())));
+                                WorkerScheduler.inTaskManager(
+                                        WorkerScheduler.key(
+                                                getRuntimeContext()
+                                                        .getJobInfo()
+                                                        .getJobId()
+                                                        .toString(),
+                                                getRuntimeContext()
+                                                        .getTaskInfo()
+                                                        .getAttemptNumber()),
+                                        getMetricGroup())));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
         trainers =

@@ -10,9 +10,10 @@ import java.util.function.LongSupplier;
 /**
  * How long a job's loaders held a prepared batch back behind an unfinished one (head-of-line
  * blocking), as a clock the trainers read: the part of a device's wait for a batch that was not the
- * workers being behind. One per job attempt in a JVM, named as the {@link WorkerScheduler} is, so a
- * trainer sees only the loaders of its own TaskManager (the embedded run, a one-TaskManager
- * cluster); elsewhere its whole wait counts as behind.
+ * workers being behind. One per job attempt in a TaskManager, named as the {@link WorkerScheduler}
+ * is ({@link WorkerScheduler#inTaskManager}), so a trainer sees only the loaders of its own
+ * TaskManager (the embedded run, a one-TaskManager cluster); elsewhere its whole wait counts as
+ * behind.
  *
  * <p>The in-order loaders hold batches back whenever a later batch is ready and the head is not
  * ({@link InOrderBatches}). Minato's operators never hold one: a finished sample joins the next
@@ -38,7 +39,7 @@ public final class HeadOfLine {
         this.clock = clock;
     }
 
-    /** The clock of job attempt {@code job} ({@link WorkerScheduler#key}) in this JVM. */
+    /** The clock named {@code job} ({@link WorkerScheduler#inTaskManager}) in this JVM. */
     public static HeadOfLine of(String job) {
         synchronized (BY_JOB) {
             return BY_JOB.computeIfAbsent(job, j -> new HeadOfLine(System::nanoTime));

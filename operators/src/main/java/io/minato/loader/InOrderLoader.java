@@ -121,9 +121,16 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                         batchSize,
                         nextBatch,
                         HeadOfLine.of(
-                                WorkerScheduler.key(
-                                        getRuntimeContext().getJobInfo().getJobId().toString(),
-                                        getRuntimeContext().getTaskInfo().getAttemptNumber())));
+                                WorkerScheduler.inTaskManager(
+                                        WorkerScheduler.key(
+                                                getRuntimeContext()
+                                                        .getJobInfo()
+                                                        .getJobId()
+                                                        .toString(),
+                                                getRuntimeContext()
+                                                        .getTaskInfo()
+                                                        .getAttemptNumber()),
+                                        metrics)));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
         trainers =

@@ -1,16 +1,21 @@
 package io.minato.loader;
 
+import io.minato.loader.pacing.JobQueues;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
 import io.minato.spi.Workload;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.metrics.Gauge;
+import org.apache.flink.runtime.operators.coordination.OperatorEvent;
+import org.apache.flink.runtime.operators.coordination.OperatorEventHandler;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -32,8 +37,14 @@ import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
  * @param <IN> what the worker takes: a task, or a sample left unfinished on the fast path
  */
 abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSample>
-        implements OneInputStreamOperator<IN, PreparedSample> {
+        implements OneInputStreamOperator<IN, PreparedSample>, OperatorEventHandler {
     private static final long serialVersionUID = 1L;
+
+    /**
+     * Accumulator: scheduled workers whose scheduler never saw a device's queue (neither of a
+     * trainer in its TaskManager nor from the workers' coordinator), so paced them blind.
+     */
+    public static final String PACED_BLIND = "workersPacedBlind";
 
     /** Gauge: how many workers of this job in this TaskManager may prepare at once. */
     public static final String ACTIVE_WORKERS = "activeWorkers";
@@ -53,6 +64,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private transient SampleTask waiting;
     private transient List<SampleTask> recovered;
     private transient PrepTimes prepTimes;
+    private transient LongCounter pacedBlind;
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
@@ -96,9 +108,11 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         if (scheduled) {
             scheduler =
                     WorkerScheduler.of(
-                            WorkerScheduler.key(
-                                    getRuntimeContext().getJobInfo().getJobId().toString(),
-                                    task.getAttemptNumber()));
+                            WorkerScheduler.inTaskManager(
+                                    WorkerScheduler.key(
+                                            getRuntimeContext().getJobInfo().getJobId().toString(),
+                                            task.getAttemptNumber()),
+                                    getMetricGroup()));
             registration = scheduler.worker(kind);
             // The whole task's mail, not only this operator's: the input gate's priority events
             // (unaligned checkpoint barriers) are the task's mail, which an operator's own
@@ -108,6 +122,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
                             .getMailboxExecutorFactory()
                             .createExecutor(TaskMailbox.MIN_PRIORITY);
             getMetricGroup().gauge(ACTIVE_WORKERS, (Gauge<Integer>) scheduler::active);
+            pacedBlind = getRuntimeContext().getLongCounter(PACED_BLIND);
         }
         for (SampleTask waited : recovered) {
             restart(waited);
@@ -124,6 +139,17 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
             // A fault in a mapped case file surfaces where compiled code next checks for it,
             // possibly after the read (while emitting, say): the whole element is guarded.
             throw workload.changedWhileRead(taskOf(element).caseIndex(), fault);
+        }
+    }
+
+    /**
+     * The workers' coordinator's view of every device's queue ({@link
+     * io.minato.loader.pacing.PacingCoordinator}), for this TaskManager's scheduler.
+     */
+    @Override
+    public void handleOperatorEvent(OperatorEvent event) {
+        if (event instanceof JobQueues view && scheduler != null) {
+            scheduler.jobQueues(view);
         }
     }
 
@@ -202,12 +228,18 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /** The accumulators this worker registers (written for a detached job at close). */
     String[] accumulatorNames() {
-        return PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES));
+        String[] names = PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES));
+        String[] all = Arrays.copyOf(names, names.length + 1);
+        all[names.length] = PACED_BLIND;
+        return all;
     }
 
     @Override
     public void close() throws Exception {
         try {
+            if (pacedBlind != null && !scheduler.sawQueues()) {
+                pacedBlind.add(1L);
+            }
             AccumulatorFiles.write(getRuntimeContext(), accumulatorNames());
             if (registration != null) {
                 registration.close();

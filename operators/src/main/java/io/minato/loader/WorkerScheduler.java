@@ -1,5 +1,7 @@
 package io.minato.loader;
 
+import io.minato.loader.pacing.JobQueues;
+import io.minato.sample.SampleHandoff;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -8,11 +10,13 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
+import org.apache.flink.metrics.MetricGroup;
 
 /**
- * MinatoLoader's worker scheduler: one per job in each TaskManager (JVM). It decides how many of
- * the job's preparation workers, fast and slow, may prepare at once (the active workers), and which
- * kind goes first, from the devices' batch queues and the process's CPU use.
+ * MinatoLoader's worker scheduler: one per job attempt in each TaskManager ({@link
+ * #inTaskManager}). It decides how many of the job's preparation workers, fast and slow, may
+ * prepare at once (the active workers), and which kind goes first, from the devices' batch queues
+ * and the process's CPU use.
  *
  * <p>Workers take a permit before they prepare (a fast worker for a whole attempt, a slow one for
  * each step) and give it back before they emit, so a worker held back by a full queue never holds a
@@ -31,8 +35,12 @@ import java.util.function.LongSupplier;
  *       the devices have work and the end of the run waits less.
  * </ul>
  *
- * Without queues in this JVM (trainers in another TaskManager) the count stays at its start, {@code
- * min(cores, workers)}, fast first. Never fewer than one active worker, never more than registered.
+ * <p>The queues are those of the trainers in this JVM, looked at directly, and every device's,
+ * wherever its trainer runs, as the workers' coordinator last told ({@link #jobQueues}): the
+ * trainers report their queues to the JobManager ({@link io.minato.loader.pacing}), so the
+ * scheduler of a TaskManager that holds only workers paces them as well. The CPU is this
+ * TaskManager's own. Until some queue is known the count stays at its start, {@code min(cores,
+ * workers)}, fast first. Never fewer than one active worker, never more than registered.
  */
 public final class WorkerScheduler {
     /** Which side of the fast/slow split a worker serves. */
@@ -73,6 +81,7 @@ public final class WorkerScheduler {
     private boolean hungry;
     private boolean cpuFull;
     private boolean known;
+    private JobQueues jobQueues = JobQueues.NONE;
 
     /** Time-weighted sum of the active count, for its mean. */
     private double activeNanos;
@@ -103,6 +112,23 @@ public final class WorkerScheduler {
         }
     }
 
+    /**
+     * The schedulers of job attempt {@code key} ({@link #key}) in this JVM now: one per TaskManager
+     * whose workers or trainers registered.
+     */
+    public static List<WorkerScheduler> ofAttempt(String key) {
+        synchronized (BY_JOB) {
+            List<WorkerScheduler> found = new ArrayList<>();
+            BY_JOB.forEach(
+                    (name, scheduler) -> {
+                        if (name.startsWith(key + "@")) {
+                            found.add(scheduler);
+                        }
+                    });
+            return found;
+        }
+    }
+
     /** Whether {@code job} has a scheduler in this JVM now. */
     static boolean live(String job) {
         synchronized (BY_JOB) {
@@ -123,6 +149,15 @@ public final class WorkerScheduler {
      */
     public static String key(String jobId, int attempt) {
         return jobId + "/" + attempt;
+    }
+
+    /**
+     * The name of a job attempt's scheduler (and head-of-line clock) in the TaskManager whose
+     * operator has {@code metrics}: one per TaskManager, also where several share a JVM (a
+     * MiniCluster), as on a cluster.
+     */
+    public static String inTaskManager(String key, MetricGroup metrics) {
+        return key + "@" + SampleHandoff.taskManagerOf(metrics);
     }
 
     /** Something registered with a scheduler; closing it unregisters. */
@@ -287,6 +322,16 @@ public final class WorkerScheduler {
         boolean yielded() throws Exception;
     }
 
+    /** How every device's queue stands, wherever its trainer runs, as the job last said. */
+    public synchronized void jobQueues(JobQueues view) {
+        jobQueues = view;
+    }
+
+    /** Whether the count was ever revised by the devices' queues (else it paced blind). */
+    public synchronized boolean sawQueues() {
+        return revised;
+    }
+
     /** How many workers hold a permit now. */
     synchronized int running() {
         return running;
@@ -317,9 +362,9 @@ public final class WorkerScheduler {
         lastTick = now;
         lastProcessCpu = cpu;
         lastPrepCpu = prepCpu;
-        known = !queues.isEmpty();
+        known = !queues.isEmpty() || jobQueues.known();
         cpuFull = busyCores >= cores - CPU_FULL_MARGIN;
-        hungry = false;
+        hungry = jobQueues.hungry();
         for (Queue q : queues) {
             if (q.held().getAsInt() < q.depth()) {
                 hungry = true;

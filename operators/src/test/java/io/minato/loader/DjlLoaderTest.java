@@ -38,9 +38,16 @@ class DjlLoaderTest {
             h.open();
             HeadOfLine clock =
                     HeadOfLine.of(
-                            WorkerScheduler.key(
-                                    op.getRuntimeContext().getJobInfo().getJobId().toString(),
-                                    op.getRuntimeContext().getTaskInfo().getAttemptNumber()));
+                            WorkerScheduler.inTaskManager(
+                                    WorkerScheduler.key(
+                                            op.getRuntimeContext()
+                                                    .getJobInfo()
+                                                    .getJobId()
+                                                    .toString(),
+                                            op.getRuntimeContext()
+                                                    .getTaskInfo()
+                                                    .getAttemptNumber()),
+                                    op.getMetricGroup()));
             // 2 x 2 worker threads = 4 batches of prefetch; sample 0 (batch 0) is held.
             for (int i = 0; i < 8; i++) {
                 h.processElement(new SampleTask(1, 0, i, i), i);

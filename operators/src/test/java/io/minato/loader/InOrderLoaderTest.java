@@ -100,9 +100,16 @@ class InOrderLoaderTest {
             assertThat(op.holdingBack()).as("the head-of-line clock runs").isTrue();
             HeadOfLine clock =
                     HeadOfLine.of(
-                            WorkerScheduler.key(
-                                    op.getRuntimeContext().getJobInfo().getJobId().toString(),
-                                    op.getRuntimeContext().getTaskInfo().getAttemptNumber()));
+                            WorkerScheduler.inTaskManager(
+                                    WorkerScheduler.key(
+                                            op.getRuntimeContext()
+                                                    .getJobInfo()
+                                                    .getJobId()
+                                                    .toString(),
+                                            op.getRuntimeContext()
+                                                    .getTaskInfo()
+                                                    .getAttemptNumber()),
+                                    op.getMetricGroup()));
             long held = clock.heldNanos(System.nanoTime());
             Thread.sleep(20);
             assertThat(clock.heldNanos(System.nanoTime()) - held)

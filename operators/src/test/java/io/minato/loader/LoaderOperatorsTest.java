@@ -93,9 +93,11 @@ class LoaderOperatorsTest {
                                 1,
                                 true))) {
             key =
-                    WorkerScheduler.key(
-                            h.getEnvironment().getJobInfo().getJobId().toString(),
-                            h.getEnvironment().getTaskInfo().getAttemptNumber());
+                    WorkerScheduler.inTaskManager(
+                            WorkerScheduler.key(
+                                    h.getEnvironment().getJobInfo().getJobId().toString(),
+                                    h.getEnvironment().getTaskInfo().getAttemptNumber()),
+                            h.getOperator().getMetricGroup());
             WorkerScheduler scheduler = WorkerScheduler.of(key);
             for (int i = 0; i < 6; i++) {
                 h.processElement(new SampleTask(7, 0, i, i % 3), i);

@@ -3,6 +3,7 @@ package io.minato.loader;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.loader.WorkerScheduler.Kind;
+import io.minato.loader.pacing.JobQueues;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -112,7 +113,7 @@ class WorkerSchedulerTest {
     }
 
     @Test
-    void shouldKeepItsStartWithoutQueuesInThisJvm() {
+    void shouldKeepItsStartWhileNoQueueIsKnown() {
         WorkerScheduler s = scheduler(2);
         s.worker(Kind.FAST);
         s.worker(Kind.FAST);
@@ -124,6 +125,36 @@ class WorkerSchedulerTest {
             s.release(0);
         }
         assertThat(s.active()).isEqualTo(2);
+        assertThat(s.sawQueues()).isFalse();
+    }
+
+    /**
+     * A TaskManager with workers and no trainer: the queues the job reports pace its workers as a
+     * trainer's own queue would, a device with room adding workers and every queue full shedding
+     * them.
+     */
+    @Test
+    void shouldPaceByTheQueuesTheJobReportsWithNoTrainerInThisJvm() {
+        WorkerScheduler s = scheduler(2);
+        for (int i = 0; i < 4; i++) {
+            s.worker(i % 2 == 0 ? Kind.FAST : Kind.SLOW);
+        }
+        s.jobQueues(new JobQueues(3, 1)); // three devices, one with room
+        for (int t = 0; t < 5; t++) {
+            tick(0.8);
+            s.tryAcquire(Kind.FAST);
+            s.release(0);
+        }
+        assertThat(s.active()).isEqualTo(4);
+        assertThat(s.sawQueues()).isTrue();
+
+        s.jobQueues(new JobQueues(3, 0)); // every device fed, the CPU full of other work
+        for (int t = 0; t < 5; t++) {
+            tick(2.0);
+            assertThat(s.tryAcquire(Kind.FAST)).isTrue();
+            s.release((long) (0.3 * TICK));
+        }
+        assertThat(s.active()).isEqualTo(1);
     }
 
     @Test

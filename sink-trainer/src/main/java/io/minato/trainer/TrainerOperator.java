@@ -2,6 +2,8 @@ package io.minato.trainer;
 
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.Receivers;
+import io.minato.loader.pacing.QueueReport;
+import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
 import io.minato.sample.SampleHandoff;
 import io.minato.trainer.gpu.FlinkGpus;
@@ -18,6 +20,7 @@ import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerial
 import org.apache.flink.core.io.SimpleVersionedSerialization;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.checkpoint.SavepointType;
+import org.apache.flink.runtime.operators.coordination.OperatorEventGateway;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -39,8 +42,16 @@ import org.apache.flink.streaming.runtime.tasks.StreamTask;
  * gave this TaskManager.
  */
 final class TrainerOperator extends AbstractStreamOperator<Void>
-        implements OneInputStreamOperator<Batch, Void>, BoundedOneInput {
+        implements OneInputStreamOperator<Batch, Void>,
+                BoundedOneInput,
+                WithCoordinator.Coordinated {
     private static final long serialVersionUID = 1L;
+
+    /**
+     * How often the trainer looks at its queue and, when it changed, tells the job's worker
+     * schedulers through its coordinator: a few times within a scheduler's tick.
+     */
+    static final long QUEUE_REPORT_MILLIS = 50;
 
     /**
      * The name and layout of Flink's sink writer state (each entry a versioned serialisation), so
@@ -57,6 +68,8 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient boolean inputEnded;
     private transient SampleHandoff.Registration receiving;
     private transient LongCounter preparedAgain;
+    private transient OperatorEventGateway coordinator;
+    private transient QueueReport reported;
 
     /** Savepoints under way, by checkpoint id. */
     private transient Map<Long, Savepoint> savepoints;
@@ -180,10 +193,30 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     }
 
     @Override
+    public void coordinatorGateway(OperatorEventGateway gateway) {
+        coordinator = gateway;
+    }
+
+    @Override
     public void open() throws Exception {
         super.open();
         preparedAgain = new LongCounter();
         getRuntimeContext().addAccumulator(TrainerSink.PREPARED_AGAIN, preparedAgain);
+        if (coordinator != null) {
+            // Workers in every TaskManager are paced by this queue (QueueCoordinator). While the
+            // queue is full the task waits in write() and the timer with it: the queue is then
+            // full, as last told.
+            getProcessingTimeService()
+                    .scheduleWithFixedDelay(time -> reportQueue(), 0, QUEUE_REPORT_MILLIS);
+        }
+    }
+
+    private void reportQueue() {
+        QueueReport now = writer.queue();
+        if (!now.equals(reported)) {
+            reported = now;
+            coordinator.sendEventToCoordinator(now);
+        }
     }
 
     @Override

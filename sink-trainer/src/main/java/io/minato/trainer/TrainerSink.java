@@ -2,6 +2,8 @@ package io.minato.trainer;
 
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
+import io.minato.loader.pacing.QueueCoordinator;
+import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
@@ -95,7 +97,12 @@ public final class TrainerSink implements Serializable {
                         ? new DataStream<>(
                                 batches.getExecutionEnvironment(), batches.getTransformation())
                         : batches;
-        return routed.transform(NAME, Types.VOID, new TrainerOperator(this));
+        return routed.transform(
+                NAME,
+                Types.VOID,
+                WithCoordinator.of(
+                        new TrainerOperator(this),
+                        (name, id) -> new QueueCoordinator.Provider(id)));
     }
 
     /**

@@ -3,6 +3,7 @@ package io.minato.trainer;
 import io.minato.loader.HeadOfLine;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
+import io.minato.loader.pacing.QueueReport;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.trainer.gpu.GpuMonitor;
@@ -195,9 +196,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
         monitor.registerGauges(metrics);
         gpu = GpuSampler.start(monitor, "gpu-sampler-device-" + device, GpuSampler.DEFAULT_PERIOD);
 
-        // The worker scheduler in this JVM paces the preparation by how full the queues are.
-        WorkerScheduler scheduler = WorkerScheduler.of(groupId);
-        headOfLine = HeadOfLine.of(groupId);
+        // The worker scheduler of this TaskManager paces the preparation by how full the queues
+        // are; the workers of others hear of this queue through the job (TrainerOperator).
+        String here = WorkerScheduler.inTaskManager(groupId, metrics);
+        WorkerScheduler scheduler = WorkerScheduler.of(here);
+        headOfLine = HeadOfLine.of(here);
         scheduling = scheduler.queue(() -> held, queueDepth);
         if (outputDir != null) {
             TrainingProgress.of(outputDir).register(device, this::counters, scheduler);
@@ -435,6 +438,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
         }
         preparedAgain.inc(missing);
         return recipe.materialize(batch);
+    }
+
+    /** The device's queue now, as it tells the job's worker schedulers. */
+    QueueReport queue() {
+        return new QueueReport(device, held, queueDepth);
     }
 
     /** Samples that arrived without their patch and were prepared here again. */

@@ -291,7 +291,11 @@ class TrainerSinkWriterTest {
         JobID job = new JobID();
         FakeTrainerContext ctx = new FakeTrainerContext(0, 1, job);
         TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(10), 2), ctx);
-        HeadOfLine clock = HeadOfLine.of(WorkerScheduler.key(job.toString(), 0));
+        // The clock of the TaskManager the trainer runs in (a fake context names none).
+        HeadOfLine clock =
+                HeadOfLine.of(
+                        WorkerScheduler.inTaskManager(
+                                WorkerScheduler.key(job.toString(), 0), ctx.metrics));
         Object loader = new Object();
 
         w.write(batch(0, 0));
