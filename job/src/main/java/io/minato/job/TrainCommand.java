@@ -11,6 +11,7 @@ import io.minato.loader.PrepTimes;
 import io.minato.loader.Receivers;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.SampleSource;
+import io.minato.loader.TaskManagerUsage;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.spi.Workload;
 import io.minato.trainer.AcceleratorFactory;
@@ -516,6 +517,7 @@ public final class TrainCommand implements Callable<Integer> {
                                 minato ? slow : 0,
                                 minato && scheduled,
                                 null),
+                        null,
                         null);
         // `flink run -d`: no client waits for the job's accumulators, so the operators write them
         // into the run directory, and the job writes its own report (DetachedReport).
@@ -827,7 +829,29 @@ public final class TrainCommand implements Callable<Integer> {
                         w.auto(),
                         w.auto() ? activeWorkersMean(accumulators) : null,
                         accumulators.get(Receivers.SENT_AS_BYTES) instanceof Long n ? n : null),
-                fetch(accumulators));
+                fetch(accumulators),
+                taskManagers(accumulators));
+    }
+
+    /** Each TaskManager's part of the job ({@link TaskManagerUsage}); null when none said. */
+    static List<RunReport.TaskManager> taskManagers(Map<String, Object> accumulators) {
+        if (!(accumulators.get(TaskManagerUsage.NAME) instanceof Map<?, ?> byId)) {
+            return null;
+        }
+        List<RunReport.TaskManager> all = new ArrayList<>();
+        byId.forEach(
+                (id, value) -> {
+                    TaskManagerUsage.Usage u = (TaskManagerUsage.Usage) value;
+                    all.add(
+                            new RunReport.TaskManager(
+                                    String.valueOf(id),
+                                    u.workers(),
+                                    u.trainers(),
+                                    u.cpuNanos() / 1e9,
+                                    u.peakRssBytes() < 0 ? null : u.peakRssBytes(),
+                                    Double.isNaN(u.activeMean()) ? null : u.activeMean()));
+                });
+        return all;
     }
 
     /** The loaders' time in reads of samples' files; null when no loader reported it. */

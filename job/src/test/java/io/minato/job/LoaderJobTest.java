@@ -656,7 +656,8 @@ class LoaderJobTest {
                                                 result.getAccumulatorResult(
                                                         AugmentOperator.ACTIVE_WORKERS_MEAN))
                                 : null,
-                        TrainCommand.fetch(result.getAllAccumulatorResults())),
+                        TrainCommand.fetch(result.getAllAccumulatorResults()),
+                        TrainCommand.taskManagers(result.getAllAccumulatorResults())),
                 run);
     }
 

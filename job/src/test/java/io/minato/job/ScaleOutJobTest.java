@@ -7,6 +7,7 @@ import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
 import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CaseTable;
 import io.minato.loader.Receivers;
@@ -140,6 +141,13 @@ class ScaleOutJobTest {
         assertThat((Long) result.getAccumulatorResult(AugmentOperator.PACED_BLIND))
                 .as("scheduled workers whose TaskManager's scheduler never saw a queue")
                 .isZero();
+        // The report's task_managers: every subtask counted once, in the TaskManager it ran in.
+        List<RunReport.TaskManager> tms =
+                TrainCommand.taskManagers(result.getAllAccumulatorResults());
+        assertThat(tms).hasSizeGreaterThanOrEqualTo(2);
+        assertThat(tms.stream().mapToInt(RunReport.TaskManager::trainers).sum()).isEqualTo(1);
+        assertThat(tms.stream().mapToInt(RunReport.TaskManager::workers).sum()).isEqualTo(6);
+        assertThat(tms).allSatisfy(tm -> assertThat(tm.cpuSeconds()).isPositive());
     }
 
     private JobExecutionResult run(

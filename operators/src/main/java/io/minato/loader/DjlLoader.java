@@ -79,6 +79,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient Counter samplesDropped;
     private transient InOrderBatches order;
     private transient PrepTimes prepTimes;
+    private transient TaskManagerUsage.Share usage;
 
     private static final Object END = new Object();
 
@@ -114,6 +115,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         samplesDropped = getMetricGroup().counter("samplesDropped");
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
+        usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
         // DJL numbers the batches of each (re)start from 0.
         order =
                 new InOrderBatches(
@@ -190,8 +192,13 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        if (usage != null) {
+            usage.close(false, Double.NaN);
+        }
         AccumulatorFiles.write(
-                getRuntimeContext(), PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
+                getRuntimeContext(),
+                PrepTimes.with(
+                        TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES))));
         if (order != null) {
             order.close();
         }

@@ -62,6 +62,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     private transient Counter samplesDropped;
     private transient InOrderBatches order;
     private transient PrepTimes prepTimes;
+    private transient TaskManagerUsage.Share usage;
 
     /** Written on the operator thread, read by the metric reporter. */
     private transient volatile int outstanding;
@@ -116,6 +117,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         metrics.gauge("outstanding", () -> outstanding);
         CacheMetrics.register(getRuntimeContext(), metrics, workload);
         prepTimes = PrepTimes.register(getRuntimeContext(), metrics);
+        usage = TaskManagerUsage.open(getRuntimeContext(), metrics);
         order =
                 new InOrderBatches(
                         batchSize,
@@ -179,8 +181,13 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        if (usage != null) {
+            usage.close(false, Double.NaN);
+        }
         AccumulatorFiles.write(
-                getRuntimeContext(), PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
+                getRuntimeContext(),
+                PrepTimes.with(
+                        TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES))));
         if (order != null) {
             order.close();
         }

@@ -65,6 +65,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private transient List<SampleTask> recovered;
     private transient PrepTimes prepTimes;
     private transient LongCounter pacedBlind;
+    private transient TaskManagerUsage.Share usage;
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
@@ -105,6 +106,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
                         .counted(getRuntimeContext());
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
+        usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
         if (scheduled) {
             scheduler =
                     WorkerScheduler.of(
@@ -228,7 +230,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /** The accumulators this worker registers (written for a detached job at close). */
     String[] accumulatorNames() {
-        String[] names = PrepTimes.with(Receivers.withSentAsBytes(CacheMetrics.NAMES));
+        String[] names =
+                PrepTimes.with(
+                        TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
         String[] all = Arrays.copyOf(names, names.length + 1);
         all[names.length] = PACED_BLIND;
         return all;
@@ -239,6 +243,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         try {
             if (pacedBlind != null && !scheduler.sawQueues()) {
                 pacedBlind.add(1L);
+            }
+            if (usage != null) {
+                usage.close(false, meanActiveWorkers());
             }
             AccumulatorFiles.write(getRuntimeContext(), accumulatorNames());
             if (registration != null) {

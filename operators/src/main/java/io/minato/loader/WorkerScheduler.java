@@ -2,7 +2,6 @@ package io.minato.loader;
 
 import io.minato.loader.pacing.JobQueues;
 import io.minato.sample.SampleHandoff;
-import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -108,7 +107,7 @@ public final class WorkerScheduler {
                                     j,
                                     Runtime.getRuntime().availableProcessors(),
                                     System::nanoTime,
-                                    WorkerScheduler::processCpuNanos));
+                                    TaskManagerUsage::cpuNow));
         }
     }
 
@@ -134,13 +133,6 @@ public final class WorkerScheduler {
         synchronized (BY_JOB) {
             return BY_JOB.containsKey(job);
         }
-    }
-
-    private static long processCpuNanos() {
-        var os = ManagementFactory.getOperatingSystemMXBean();
-        return os instanceof com.sun.management.OperatingSystemMXBean sun
-                ? Math.max(0, sun.getProcessCpuTime())
-                : 0;
     }
 
     /**

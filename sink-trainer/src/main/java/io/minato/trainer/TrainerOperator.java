@@ -2,6 +2,7 @@ package io.minato.trainer;
 
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.Receivers;
+import io.minato.loader.TaskManagerUsage;
 import io.minato.loader.pacing.QueueReport;
 import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
@@ -70,6 +71,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient LongCounter preparedAgain;
     private transient OperatorEventGateway coordinator;
     private transient QueueReport reported;
+    private transient TaskManagerUsage.Share usage;
 
     /** Savepoints under way, by checkpoint id. */
     private transient Map<Long, Savepoint> savepoints;
@@ -202,6 +204,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
         super.open();
         preparedAgain = new LongCounter();
         getRuntimeContext().addAccumulator(TrainerSink.PREPARED_AGAIN, preparedAgain);
+        usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
         if (coordinator != null) {
             // Workers in every TaskManager are paced by this queue (QueueCoordinator). While the
             // queue is full the task waits in write() and the timer with it: the queue is then
@@ -228,7 +231,9 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
             if (writer != null) {
                 if (preparedAgain != null) {
                     preparedAgain.add(writer.preparedAgain());
-                    AccumulatorFiles.write(getRuntimeContext(), TrainerSink.PREPARED_AGAIN);
+                    usage.close(true, Double.NaN);
+                    AccumulatorFiles.write(
+                            getRuntimeContext(), TrainerSink.PREPARED_AGAIN, TaskManagerUsage.NAME);
                 }
                 writer.close();
             }

@@ -65,11 +65,13 @@ public final class RunReport {
             DataOptions.Tail tail,
             List<RunSampler.Sample> memory,
             Workers workers,
-            Fetch fetch)
+            Fetch fetch,
+            List<TaskManager> taskManagers)
             implements Serializable {
 
         public Inputs {
             quarantine = List.copyOf(quarantine);
+            taskManagers = taskManagers == null ? null : List.copyOf(taskManagers);
         }
 
         /** Inputs left out as bad. */
@@ -106,12 +108,9 @@ public final class RunReport {
     /**
      * The loader's preparation workers: {@code fast} and {@code slow} (Minato's two kinds; the
      * baselines' W + S threads count as fast), whether the worker scheduler paced them ({@code
-     * auto}), and then the mean number it let prepare at once ({@code activeMean}, else null).
-     */
-    /**
-     * The preparation workers: how many, whether the scheduler paced them and its mean active
-     * count, and how many prepared samples they sent with their bytes to a batcher or trainer in
-     * another TaskManager (null: not known).
+     * auto}) and then the mean number it let prepare at once ({@code activeMean}, else null; over
+     * the workers, each counting its TaskManager's scheduler), and how many prepared samples they
+     * sent with their bytes to a batcher or trainer in another TaskManager (null: not known).
      */
     public record Workers(int fast, int slow, boolean auto, Double activeMean, Long sentAsBytes)
             implements Serializable {
@@ -121,6 +120,20 @@ public final class RunReport {
             this(fast, slow, auto, activeMean, null);
         }
     }
+
+    /**
+     * One TaskManager's part of the job: its preparation subtasks ({@code workers}) and trainers,
+     * the CPU its process used while they ran, its process's peak resident memory (null: not known)
+     * and its worker scheduler's mean active count (null: none paced there).
+     */
+    public record TaskManager(
+            String id,
+            int workers,
+            int trainers,
+            double cpuSeconds,
+            Long peakRssBytes,
+            Double activeMean)
+            implements Serializable {}
 
     /**
      * Lookups of remembered per-sample results over the whole job, and the bytes a JVM's stores
@@ -295,6 +308,45 @@ public final class RunReport {
         return DeviceSummary.Json.number((first - jvm) / 1000.0);
     }
 
+    /**
+     * Each TaskManager's part, with its CPU per sample trained in the whole job (a trainer's
+     * TaskManager receives every sample; a preparer's prepares its share); null when the job did
+     * not say.
+     */
+    private void appendTaskManagers(StringBuilder b) {
+        b.append("  \"task_managers\": ");
+        if (in.taskManagers() == null) {
+            b.append("null,\n");
+            return;
+        }
+        b.append('[');
+        String sep = "";
+        for (TaskManager tm : in.taskManagers()) {
+            b.append(sep).append("{\"id\": ").append(DeviceSummary.Json.quote(tm.id()));
+            b.append(", \"workers\": ").append(tm.workers());
+            b.append(", \"trainers\": ").append(tm.trainers());
+            b.append(", \"process_cpu_s\": ")
+                    .append(DeviceSummary.Json.number(Math.round(tm.cpuSeconds() * 100) / 100.0));
+            b.append(", \"cpu_ms_per_sample\": ")
+                    .append(
+                            delivered > 0
+                                    ? DeviceSummary.Json.number(
+                                            Math.round(tm.cpuSeconds() * 1e4 / delivered) / 10.0)
+                                    : "null");
+            b.append(", \"peak_rss_mb\": ")
+                    .append(tm.peakRssBytes() == null ? "null" : mb(tm.peakRssBytes()));
+            b.append(", \"active_mean\": ")
+                    .append(
+                            tm.activeMean() == null
+                                    ? "null"
+                                    : DeviceSummary.Json.number(
+                                            Math.round(tm.activeMean() * 100) / 100.0))
+                    .append('}');
+            sep = ", ";
+        }
+        b.append("],\n");
+    }
+
     private void appendMemory(StringBuilder b) {
         b.append("  \"memory\": ");
         if (memory == null) {
@@ -431,6 +483,7 @@ public final class RunReport {
                     .append(w.sentAsBytes() == null ? "null" : w.sentAsBytes())
                     .append("},\n");
         }
+        appendTaskManagers(b);
         appendMemory(b);
         b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(boundSeconds)).append(",\n");
         appendEpochs(b);

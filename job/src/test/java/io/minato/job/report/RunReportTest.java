@@ -42,6 +42,24 @@ class RunReportTest {
                 .matches("(?s)\"accelerator\": \\{[^}]*\\},\n  \"gpu\": \\{[^}]*\\},\n  ");
     }
 
+    /**
+     * Each TaskManager on a line of its own, its CPU also per sample trained in the job (here 12
+     * samples): the trainers' 3 s is 250 ms a sample.
+     */
+    @Test
+    void shouldGiveEachTaskManagersPartWithItsCpuPerSample() throws IOException {
+        summary(0, null);
+        summary(1, null);
+        assertThat(report(2).toJson())
+                .contains(
+                        "  \"task_managers\": [{\"id\": \"tm-1\", \"workers\": 0, \"trainers\": 2,"
+                                + " \"process_cpu_s\": 3.0, \"cpu_ms_per_sample\": 250.0,"
+                                + " \"peak_rss_mb\": 512.0, \"active_mean\": null}, {\"id\": \"tm-2\","
+                                + " \"workers\": 4, \"trainers\": 0, \"process_cpu_s\": 6.0,"
+                                + " \"cpu_ms_per_sample\": 500.0, \"peak_rss_mb\": null,"
+                                + " \"active_mean\": 2.35}],\n");
+    }
+
     @Test
     void shouldSplitTheWaitIntoHeadOfLineAndBehindAndTheWorkersTimeIntoFetchAndTransform()
             throws IOException {
@@ -324,7 +342,10 @@ class RunReportTest {
                         null,
                         memory,
                         new RunReport.Workers(2, 2, true, 1.754),
-                        new RunReport.Fetch(0.5, 0.25)),
+                        new RunReport.Fetch(0.5, 0.25),
+                        List.of(
+                                new RunReport.TaskManager("tm-1", 0, 2, 3.0, 512L << 20, null),
+                                new RunReport.TaskManager("tm-2", 4, 0, 6.0, null, 2.345))),
                 run);
     }
 }
