@@ -209,7 +209,8 @@ class LoaderJobTest {
                                 fastWorkers,
                                 1,
                                 TimeoutPolicy.parse("auto"),
-                                scheduled),
+                                scheduled,
+                                false),
                         TrainerSink.builder()
                                 .setAccelerator(new SimulatedAccelerator.Factory(1))
                                 .build())
@@ -600,7 +601,8 @@ class LoaderJobTest {
                         2,
                         1,
                         TimeoutPolicy.parse(timeout),
-                        scheduled);
+                        scheduled,
+                        false);
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(accelerator)

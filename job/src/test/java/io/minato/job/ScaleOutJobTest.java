@@ -139,7 +139,8 @@ class ScaleOutJobTest {
                         2,
                         2,
                         TimeoutPolicy.parse(timeout),
-                        scheduled);
+                        scheduled,
+                        false);
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(accelerator)

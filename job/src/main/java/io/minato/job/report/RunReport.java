@@ -65,11 +65,71 @@ public final class RunReport {
             DataOptions.Tail tail,
             List<RunSampler.Sample> memory,
             Workers workers,
-            Fetch fetch)
+            Fetch fetch,
+            long skippedSamples)
             implements Serializable {
 
+        /**
+         * @param quarantine every input left out, before the run or during it
+         * @param skippedSamples samples left out during the run because their input was quarantined
+         *     then (neither delivered nor dropped)
+         */
         public Inputs {
             quarantine = List.copyOf(quarantine);
+        }
+
+        /** Inputs of a run that quarantined nothing while it ran. */
+        public Inputs(
+                String workload,
+                String loader,
+                int devices,
+                int batch,
+                int patch,
+                int epochs,
+                long seed,
+                int cases,
+                int trainCases,
+                int evalCases,
+                List<Quarantine> quarantine,
+                long firstRequestMillis,
+                long processStartMillis,
+                int cores,
+                double processCpuSeconds,
+                Double timeoutMs,
+                Evaluation.Dice dice,
+                Accuracy accuracy,
+                DjlAccelerator.Settings optimizer,
+                CacheCounts caseCache,
+                DataOptions.Tail tail,
+                List<RunSampler.Sample> memory,
+                Workers workers,
+                Fetch fetch) {
+            this(
+                    workload,
+                    loader,
+                    devices,
+                    batch,
+                    patch,
+                    epochs,
+                    seed,
+                    cases,
+                    trainCases,
+                    evalCases,
+                    quarantine,
+                    firstRequestMillis,
+                    processStartMillis,
+                    cores,
+                    processCpuSeconds,
+                    timeoutMs,
+                    dice,
+                    accuracy,
+                    optimizer,
+                    caseCache,
+                    tail,
+                    memory,
+                    workers,
+                    fetch,
+                    0);
         }
 
         /** Inputs left out as bad. */
@@ -83,13 +143,16 @@ public final class RunReport {
 
         /** What {@code problem} says of a file under {@code dataDir}. */
         public static Quarantine of(Path dataDir, io.minato.data.BadInputException problem) {
-            Path abs = problem.file().toAbsolutePath().normalize();
+            return of(dataDir, problem.file(), problem.problem());
+        }
+
+        /** {@code file} under {@code dataDir}, left out for {@code reason}. */
+        public static Quarantine of(Path dataDir, Path file, String reason) {
+            Path abs = file.toAbsolutePath().normalize();
             Path base = dataDir.toAbsolutePath().normalize();
             return new Quarantine(
-                    abs.startsWith(base)
-                            ? base.relativize(abs).toString()
-                            : problem.file().toString(),
-                    problem.problem());
+                    abs.startsWith(base) ? base.relativize(abs).toString() : file.toString(),
+                    reason);
         }
     }
 
@@ -194,7 +257,7 @@ public final class RunReport {
         delivered = samples;
         fast = f;
         slow = s;
-        dropped = (long) in.trainCases() * in.epochs() - samples;
+        dropped = (long) in.trainCases() * in.epochs() - samples - in.skippedSamples();
         busyFraction = wallSeconds > 0 ? busy / (in.devices() * wallSeconds) : 0;
         waitSeconds = wait;
         headOfLineSeconds = held;
@@ -322,6 +385,11 @@ public final class RunReport {
 
     public long delivered() {
         return delivered;
+    }
+
+    /** What the report was built from. */
+    public Inputs inputs() {
+        return in;
     }
 
     public long dropped() {
