@@ -3,6 +3,25 @@
 
 minato_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); }
 
+# File names: the JVM holds them in the locale's encoding (sun.jnu.encoding, which no -D option
+# changes on Java 17), so under LC_ALL=C or POSIX, common in containers and CI, a name like
+# café.jpg cannot be opened. Every JVM the scripts start (the run, the tests, a cluster's
+# JobManager and TaskManagers, Flink's CLI) runs under a UTF-8 locale instead: C.UTF-8 where the
+# locale's character set is not UTF-8 already (the rest of the locale stays as it was).
+minato_utf8_locale() {
+  local charmap candidate
+  charmap="$(locale charmap 2>/dev/null || true)"
+  [ "$charmap" = UTF-8 ] && return 0
+  for candidate in C.UTF-8 C.utf8 $(locale -a 2>/dev/null | grep -iE '\.utf-?8$' || true); do
+    if [ "$(LC_ALL="$candidate" locale charmap 2>/dev/null)" = UTF-8 ]; then
+      export LC_ALL="$candidate"
+      return 0
+    fi
+  done
+  echo "warning: no UTF-8 locale on this machine (locale -a): files with non-ASCII names cannot be read" >&2
+}
+minato_utf8_locale
+
 # Rebuilds (skipping tests) when the job jar is missing or older than any source or pom. The run
 # classpath: compile scope includes the Flink jars the job jar leaves to a cluster (provided);
 # runtime scope adds what only runs (log4j-core).

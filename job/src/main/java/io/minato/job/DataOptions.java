@@ -91,7 +91,10 @@ public final class DataOptions {
             paramLabel = "fail|skip",
             description =
                     "A case that fails its checks stops the run before training (fail), or is left"
-                            + " out and counted as quarantined (skip). Default: ${DEFAULT-VALUE}.")
+                            + " out and counted as quarantined (skip); under skip a sample that"
+                            + " goes bad while the run prepares it (a file truncated or replaced,"
+                            + " an image that does not decode) is quarantined for the rest of the"
+                            + " run (minato loader). Default: ${DEFAULT-VALUE}.")
     public OnBadSample onBadSample = OnBadSample.fail;
 
     @Option(

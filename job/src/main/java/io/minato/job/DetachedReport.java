@@ -47,12 +47,14 @@ final class DetachedReport implements TrainerSink.RunEnd {
     private final TimeoutPolicy timeout;
     private final boolean cacheEnabled;
     private final boolean plots;
+    private final String dataDir;
 
     /**
      * @param template the report's inputs that the submitting client knows; those that come from
      *     the job (first request, timeout, case cache, scheduler) are taken from the accumulators
      * @param report {@code --report}, or null
      * @param trace {@code --trace}, or null
+     * @param dataDir the data folder, which the report's quarantine names files under
      */
     DetachedReport(
             RunReport.Inputs template,
@@ -61,8 +63,10 @@ final class DetachedReport implements TrainerSink.RunEnd {
             boolean minato,
             TimeoutPolicy timeout,
             boolean cacheEnabled,
-            boolean plots) {
+            boolean plots,
+            Path dataDir) {
         this.template = template;
+        this.dataDir = dataDir.toAbsolutePath().toString();
         this.report = report == null ? null : report.toAbsolutePath().toString();
         this.trace = trace == null ? null : trace.toAbsolutePath().toString();
         this.minato = minato;
@@ -124,6 +128,7 @@ final class DetachedReport implements TrainerSink.RunEnd {
         // recorded first request the run counts from the devices' first step.
         return TrainCommand.withJob(
                 template,
+                Path.of(dataDir),
                 accumulators,
                 minato,
                 timeout,

@@ -104,6 +104,13 @@ public final class ImageData {
                         });
         List<ImageFile> good = new ArrayList<>();
         List<RunReport.Quarantine> quarantine = new ArrayList<>();
+        for (BadInputException unnamable : all.unnamable()) {
+            if (data.onBadSample == DataOptions.OnBadSample.fail) {
+                throw unnamable;
+            }
+            quarantine.add(RunReport.Quarantine.of(dir, unnamable));
+            err.println("skipped: " + unnamable.getMessage());
+        }
         for (int i = 0; i < all.size(); i++) {
             if (problems[i] == null) {
                 good.add(all.images().get(i));
@@ -123,7 +130,7 @@ public final class ImageData {
         ImageFolder.Split split = checked.split(eval);
         return new Images(
                 dir,
-                all.size(),
+                all.size() + all.unnamable().size(),
                 eval,
                 split.train(),
                 split.eval(),

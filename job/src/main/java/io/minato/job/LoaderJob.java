@@ -68,7 +68,8 @@ public final class LoaderJob {
             int fastWorkers,
             int slowWorkers,
             TimeoutPolicy timeout,
-            boolean scheduled) {}
+            boolean scheduled,
+            boolean skipBadSamples) {}
 
     /**
      * Samples cross operators as identities of a few dozen bytes while their patches wait in the
@@ -211,6 +212,7 @@ public final class LoaderJob {
         private TimeoutPolicy timeout = TimeoutPolicy.parse("auto");
         private boolean scheduled;
         private TrainingSlots trainingSlots = TrainingSlots.SHARED;
+        private boolean skipBadSamples;
 
         private Builder() {}
 
@@ -293,6 +295,17 @@ public final class LoaderJob {
             return this;
         }
 
+        /**
+         * Whether a sample that meets bad input while the run prepares it (a file truncated or
+         * replaced since it was checked, an image that does not decode) is quarantined for the rest
+         * of the run instead of failing the job ({@code --on-bad-sample skip}; Minato's loader
+         * only). Off by default.
+         */
+        public Builder optSkipBadSamples(boolean skip) {
+            this.skipBadSamples = skip;
+            return this;
+        }
+
         public LoaderJob build() {
             if (workload == null || trainer == null) {
                 throw new IllegalStateException("a loader job needs a workload and a trainer");
@@ -308,7 +321,8 @@ public final class LoaderJob {
                             fastWorkers,
                             slowWorkers,
                             timeout,
-                            scheduled && loader == Loader.minato),
+                            scheduled && loader == Loader.minato,
+                            skipBadSamples),
                     trainer,
                     trainingSlots);
         }
@@ -376,11 +390,12 @@ public final class LoaderJob {
                                 SampleTypes.PREPARED_SAMPLE,
                                 paced(
                                         new AugmentOperator(
-                                                s.workload(),
-                                                s.timeout(),
-                                                s.devices(),
-                                                s.slowWorkers(),
-                                                s.scheduled())))
+                                                        s.workload(),
+                                                        s.timeout(),
+                                                        s.devices(),
+                                                        s.slowWorkers(),
+                                                        s.scheduled())
+                                                .skippingBadSamples(s.skipBadSamples())))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -392,7 +407,9 @@ public final class LoaderJob {
                         .transform(
                                 "SlowPath",
                                 SampleTypes.PREPARED_SAMPLE,
-                                paced(new SlowPath(s.workload(), s.devices(), s.scheduled())))
+                                paced(
+                                        new SlowPath(s.workload(), s.devices(), s.scheduled())
+                                                .skippingBadSamples(s.skipBadSamples())))
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);

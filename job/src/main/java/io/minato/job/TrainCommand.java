@@ -518,7 +518,8 @@ public final class TrainCommand implements Callable<Integer> {
                                 minato && scheduled,
                                 null),
                         null,
-                        null);
+                        null,
+                        0);
         // `flink run -d`: no client waits for the job's accumulators, so the operators write them
         // into the run directory, and the job writes its own report (DetachedReport).
         // Application mode runs this in the JobManager, detached unless configured otherwise:
@@ -543,7 +544,8 @@ public final class TrainCommand implements Callable<Integer> {
                             minato,
                             timeoutPolicy,
                             set.remembers(),
-                            plots));
+                            plots,
+                            set.dir()));
         }
         TrainerSink sink = sinkBuilder.build();
         LoaderJob.Builder jobBuilder =
@@ -556,6 +558,7 @@ public final class TrainCommand implements Callable<Integer> {
                         .optBatchSize(batch)
                         .optDevices(dev.devices().size())
                         .optTimeout(timeoutPolicy)
+                        .optSkipBadSamples(data.onBadSample == DataOptions.OnBadSample.skip)
                         // On a cluster preparation may run on other hosts than training, and
                         // training where Flink's GPUs are when the cluster declares them.
                         .optTrainingSlots(
@@ -723,6 +726,7 @@ public final class TrainCommand implements Callable<Integer> {
                 RunReport.build(
                         withJob(
                                 template,
+                                set.dir(),
                                 accumulators,
                                 minato,
                                 timeoutPolicy,
@@ -734,6 +738,11 @@ public final class TrainCommand implements Callable<Integer> {
                                 accuracy,
                                 samples),
                         run);
+        // Inputs quarantined while the run prepared them: one line each, as before the run.
+        List<RunReport.Quarantine> left = r.inputs().quarantine();
+        for (RunReport.Quarantine q : left.subList(set.quarantine().size(), left.size())) {
+            err.println("skipped: " + set.dir().resolve(q.file()) + ": " + q.reason());
+        }
         if (report != null) {
             r.write(report);
         }
@@ -787,6 +796,7 @@ public final class TrainCommand implements Callable<Integer> {
      */
     static RunReport.Inputs withJob(
             RunReport.Inputs template,
+            Path dataDir,
             Map<String, Object> accumulators,
             boolean minato,
             TimeoutPolicy policy,
@@ -811,7 +821,7 @@ public final class TrainCommand implements Callable<Integer> {
                 t.cases(),
                 t.trainCases(),
                 t.evalCases(),
-                t.quarantine(),
+                quarantine(t.quarantine(), dataDir, accumulators),
                 first != null ? first : firstRequestFallback,
                 processStart,
                 t.cores(),
@@ -830,7 +840,8 @@ public final class TrainCommand implements Callable<Integer> {
                         w.auto() ? activeWorkersMean(accumulators) : null,
                         accumulators.get(Receivers.SENT_AS_BYTES) instanceof Long n ? n : null),
                 fetch(accumulators),
-                taskManagers(accumulators));
+                taskManagers(accumulators),
+                accumulators.get(AugmentOperator.SAMPLES_SKIPPED) instanceof Long n ? n : 0);
     }
 
     /** Each TaskManager's part of the job ({@link TaskManagerUsage}); null when none said. */
@@ -851,6 +862,31 @@ public final class TrainCommand implements Callable<Integer> {
                                     u.peakRssBytes() < 0 ? null : u.peakRssBytes(),
                                     Double.isNaN(u.activeMean()) ? null : u.activeMean()));
                 });
+        return all;
+    }
+
+    /**
+     * What the run left out: the inputs quarantined before it started, then those its workers
+     * quarantined while it ran (each once, however many workers met it), in file order.
+     */
+    static List<RunReport.Quarantine> quarantine(
+            List<RunReport.Quarantine> before, Path dataDir, Map<String, Object> accumulators) {
+        if (!(accumulators.get(AugmentOperator.QUARANTINED) instanceof List<?> during)
+                || during.isEmpty()) {
+            return before;
+        }
+        java.util.TreeMap<String, RunReport.Quarantine> byFile = new java.util.TreeMap<>();
+        for (Object entry : during) {
+            String[] fileAndReason = String.valueOf(entry).split("\0", 2);
+            RunReport.Quarantine q =
+                    RunReport.Quarantine.of(
+                            dataDir,
+                            Path.of(fileAndReason[0]),
+                            fileAndReason.length > 1 ? fileAndReason[1] : "");
+            byFile.putIfAbsent(q.file(), q);
+        }
+        List<RunReport.Quarantine> all = new ArrayList<>(before);
+        all.addAll(byFile.values());
         return all;
     }
 

@@ -49,6 +49,11 @@ record TrainingSet(
         return images != null ? images.remembers() : cache.enabled();
     }
 
+    /** The data folder. */
+    java.nio.file.Path dir() {
+        return cases != null ? cases.dir() : images.dir();
+    }
+
     /** Samples per epoch. */
     int train() {
         return workload.size();

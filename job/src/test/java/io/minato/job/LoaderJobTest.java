@@ -7,6 +7,7 @@ import io.minato.data.CaseFiles;
 import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
 import io.minato.image.ImageConfig;
+import io.minato.image.ImageFile;
 import io.minato.image.ImageFolder;
 import io.minato.image.ImageTransforms;
 import io.minato.job.generate.ImageSetGenerator;
@@ -105,6 +106,7 @@ class LoaderJobTest {
 
     private JobExecutionResult lastResult;
     private int restarts = 3;
+    private boolean skipBadSamples;
 
     @TempDir static Path data;
     static List<CaseFiles> train;
@@ -209,7 +211,8 @@ class LoaderJobTest {
                                 fastWorkers,
                                 1,
                                 TimeoutPolicy.parse("auto"),
-                                scheduled),
+                                scheduled,
+                                false),
                         TrainerSink.builder()
                                 .setAccelerator(new SimulatedAccelerator.Factory(1))
                                 .build())
@@ -390,6 +393,46 @@ class LoaderJobTest {
                 .as("later epochs found their images decoded")
                 .isGreaterThan((long) folder.size());
         assertThat((Long) lastResult.getAccumulatorResult(CacheMetrics.BYTES)).isPositive();
+    }
+
+    /**
+     * A sample quarantined mid-run (its pixels do not decode) and a failure restored from a later
+     * checkpoint: every other (epoch, index) is trained exactly once, the bad image never.
+     */
+    @Test
+    void shouldTrainEveryOtherSampleExactlyOnceAcrossARestoreAfterAQuarantine(@TempDir Path images)
+            throws Exception {
+        ImageSetGenerator.builder()
+                .optImages(12)
+                .optClasses(3)
+                .optSeed(6)
+                .optEdges(16, 48)
+                .build()
+                .generate(images);
+        Files.write(images.resolve("class_00/bad.png"), ImageFormatFolder.undecodablePng());
+        ImageFolder folder = ImageFolder.scan(images);
+        assertThat(folder.images()).extracting(ImageFile::name).contains("class_00/bad.png");
+        int epochs = 6;
+        skipBadSamples = true;
+        SNAPSHOTS.set(0);
+        FAILED.set(false);
+        run(
+                new Workload<>("images", folder, new ImageTransforms(ImageConfig.torchvision(16))),
+                LoaderJob.Loader.minato,
+                epochs,
+                new FailOnceAfterCheckpoints(true),
+                "auto",
+                false,
+                job -> {});
+
+        assertThat(FAILED).as("the fault was injected").isTrue();
+        Set<String> pairs = new HashSet<>();
+        for (String line : trace()) {
+            String[] f = line.split(",");
+            assertThat(f[2]).isNotEqualTo("class_00/bad.png");
+            assertThat(pairs.add(f[0] + "," + f[1])).as("delivered twice: %s", line).isTrue();
+        }
+        assertThat(pairs).hasSize(epochs * (folder.size() - 1));
     }
 
     private static Map<Path, Long> componentEntries(Path cacheDir) throws Exception {
@@ -604,7 +647,8 @@ class LoaderJobTest {
                         2,
                         1,
                         TimeoutPolicy.parse(timeout),
-                        scheduled);
+                        scheduled,
+                        skipBadSamples);
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(accelerator)
@@ -657,7 +701,8 @@ class LoaderJobTest {
                                                         AugmentOperator.ACTIVE_WORKERS_MEAN))
                                 : null,
                         TrainCommand.fetch(result.getAllAccumulatorResults()),
-                        TrainCommand.taskManagers(result.getAllAccumulatorResults())),
+                        TrainCommand.taskManagers(result.getAllAccumulatorResults()),
+                        0),
                 run);
     }
 

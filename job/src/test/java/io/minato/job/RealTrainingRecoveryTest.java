@@ -88,6 +88,7 @@ class RealTrainingRecoveryTest {
                         2,
                         1,
                         TimeoutPolicy.parse("auto"),
+                        false,
                         false);
         TrainerSink sink =
                 TrainerSink.builder()

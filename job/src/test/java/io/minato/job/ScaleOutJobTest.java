@@ -184,7 +184,8 @@ class ScaleOutJobTest {
                         workers,
                         workers,
                         TimeoutPolicy.parse(timeout),
-                        scheduled);
+                        scheduled,
+                        false);
         TrainerSink sink =
                 TrainerSink.builder()
                         .setAccelerator(accelerator)

@@ -62,6 +62,8 @@ public final class Dataset {
                 throw new BadInputException(
                         x, "image has no label " + e.getKey() + "_y.npy beside it");
             }
+            FileNames.requireRepresentable(x.toAbsolutePath());
+            FileNames.requireRepresentable(y.toAbsolutePath());
             cases.add(new CaseFiles(e.getKey(), x, y));
         }
         if (cases.isEmpty()) {

@@ -1,6 +1,7 @@
 package io.minato.image;
 
 import io.minato.data.BadInputException;
+import io.minato.data.FileNames;
 import io.minato.spi.SampleSet;
 import java.io.IOException;
 import java.io.InputStream;
@@ -9,12 +10,10 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.TreeMap;
-import javax.imageio.ImageIO;
 import javax.imageio.ImageReader;
 import javax.imageio.stream.ImageInputStream;
 import javax.imageio.stream.MemoryCacheImageInputStream;
@@ -29,8 +28,12 @@ import javax.imageio.stream.MemoryCacheImageInputStream;
 public final class ImageFolder implements SampleSet<EncodedImage> {
     private static final long serialVersionUID = 1L;
 
-    /** The formats this JDK's ImageIO decodes. */
-    public static final Set<String> EXTENSIONS = Set.of("jpg", "jpeg", "png", "bmp", "gif");
+    /**
+     * The file types torchvision's ImageFolder takes, and GIF; {@link ImageCodecs} decodes them
+     * all.
+     */
+    public static final Set<String> EXTENSIONS =
+            Set.of("jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp", "gif");
 
     /** Larger images are refused before decoding: 8-bit RGB of this many pixels is 192 MiB. */
     public static final long MAX_PIXELS = 64L << 20;
@@ -39,15 +42,23 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
     private final List<String> classes;
     private final List<ImageFile> images;
 
-    private ImageFolder(Path dir, List<String> classes, List<ImageFile> images) {
+    /** Images found whose names this JVM cannot write back: the scan's, not shipped. */
+    private final transient List<BadInputException> unnamable;
+
+    private ImageFolder(
+            Path dir,
+            List<String> classes,
+            List<ImageFile> images,
+            List<BadInputException> unnamable) {
         this.dir = dir.toString();
         this.classes = List.copyOf(classes);
         this.images = List.copyOf(images);
+        this.unnamable = List.copyOf(unnamable);
     }
 
     /** These images of these classes (a subset of a scanned folder's, say). */
     public static ImageFolder of(Path dir, List<String> classes, List<ImageFile> images) {
-        return new ImageFolder(dir, classes, images);
+        return new ImageFolder(dir, classes, images, List.of());
     }
 
     /**
@@ -78,22 +89,29 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
         }
         List<String> classes = new ArrayList<>(classDirs.keySet());
         List<ImageFile> images = new ArrayList<>();
+        List<BadInputException> unnamable = new ArrayList<>();
         for (int label = 0; label < classes.size(); label++) {
             String cls = classes.get(label);
             Path classDir = classDirs.get(cls);
             TreeMap<String, Path> files = new TreeMap<>();
+            int unnamableBefore = unnamable.size();
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(classDir)) {
                 for (Path f : entries) {
                     String name = f.getFileName().toString();
                     if (!name.startsWith(".") && isImageName(name) && Files.isRegularFile(f)) {
-                        files.put(name, f);
+                        try {
+                            FileNames.requireRepresentable(f.toAbsolutePath());
+                            files.put(name, f);
+                        } catch (BadInputException e) {
+                            unnamable.add(e);
+                        }
                     }
                 }
             } catch (IOException e) {
                 throw new BadInputException(
                         classDir, "cannot list the class folder: " + e.getMessage(), e);
             }
-            if (files.isEmpty()) {
+            if (files.isEmpty() && unnamable.size() == unnamableBefore) {
                 throw new BadInputException(
                         classDir,
                         "class folder holds no image ("
@@ -109,7 +127,7 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
                 images.add(new ImageFile(f.getValue().toAbsolutePath().toString(), name, label));
             }
         }
-        return new ImageFolder(dir, classes, images);
+        return new ImageFolder(dir, classes, images, unnamable);
     }
 
     static boolean isImageName(String name) {
@@ -128,6 +146,14 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
 
     public List<ImageFile> images() {
         return images;
+    }
+
+    /**
+     * Images the scan found but left out of {@link #images()}: their names cannot be written back
+     * in this JVM (see {@link FileNames}); each a one-line reason naming the file.
+     */
+    public List<BadInputException> unnamable() {
+        return unnamable == null ? List.of() : unnamable;
     }
 
     /** Images to train on, and images held out. */
@@ -176,7 +202,7 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
         byClass.forEach(train::addAll);
         train.sort(java.util.Comparator.comparing(ImageFile::name));
         held.sort(java.util.Comparator.comparing(ImageFile::name));
-        return new Split(new ImageFolder(dir(), classes, train), List.copyOf(held));
+        return new Split(ImageFolder.of(dir(), classes, train), List.copyOf(held));
     }
 
     @Override
@@ -210,13 +236,11 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
             try (InputStream in = Files.newInputStream(file);
                     // Cached in memory: ImageIO's own stream would cache in a temporary file.
                     ImageInputStream iis = new MemoryCacheImageInputStream(in)) {
-                Iterator<ImageReader> readers = ImageIO.getImageReaders(iis);
-                if (!readers.hasNext()) {
+                ImageReader reader = ImageCodecs.reader(iis);
+                if (reader == null) {
                     throw new BadInputException(file, "not an image ImageIO can read");
                 }
-                ImageReader reader = readers.next();
                 try {
-                    reader.setInput(iis, true, true);
                     long w = reader.getWidth(0);
                     long h = reader.getHeight(0);
                     if (w <= 0 || h <= 0) {
@@ -251,6 +275,8 @@ public final class ImageFolder implements SampleSet<EncodedImage> {
     @Override
     public EncodedImage open(int index) throws BadInputException {
         ImageFile image = images.get(index);
+        // A worker in a JVM whose locale cannot hold the name is told so in one line.
+        FileNames.of(image.path());
         if (!Files.isRegularFile(image.file())) {
             throw new BadInputException(image.file(), "no such file");
         }

@@ -15,7 +15,6 @@ import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
 import java.util.Objects;
-import javax.imageio.ImageIO;
 import javax.imageio.stream.ImageInputStream;
 import javax.imageio.stream.MemoryCacheImageInputStream;
 
@@ -184,15 +183,15 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         return rgb;
     }
 
-    /** Decodes any format ImageIO reads; a corrupt image is one line naming its file. */
+    /**
+     * Decodes any format {@link ImageCodecs} reads; a corrupt image is one line naming its file.
+     */
     static BufferedImage decodeImage(EncodedImage source) throws BadInputException {
         BufferedImage image;
-        try {
-            // Cached in memory (ImageIO.read(InputStream) caches in a temporary file); ImageIO
-            // closes it, and an unclosed one holds memory only.
-            ImageInputStream in =
-                    new MemoryCacheImageInputStream(new ByteArrayInputStream(source.bytes()));
-            image = ImageIO.read(in);
+        // Cached in memory (ImageIO.read(InputStream) caches in a temporary file).
+        try (ImageInputStream in =
+                new MemoryCacheImageInputStream(new ByteArrayInputStream(source.bytes()))) {
+            image = ImageCodecs.read(in);
         } catch (IOException | RuntimeException e) {
             throw new BadInputException(
                     source.file().file(),

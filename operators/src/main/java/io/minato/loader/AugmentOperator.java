@@ -78,6 +78,15 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     }
 
     /**
+     * This worker, quarantining samples that meet bad input instead of failing the job ({@code
+     * --on-bad-sample skip}; see {@link PreparingOperator}).
+     */
+    public AugmentOperator skippingBadSamples(boolean skip) {
+        skipBadSamples(skip);
+        return this;
+    }
+
+    /**
      * The slow workers this fast worker's {@link #SLOW} output may reach over a pointwise edge of
      * {@code fast} to {@code slow} subtasks: its own index when both are as wide, else its share of
      * the other side, widened by one on each side (Flink rounds the shares; a superset only means a

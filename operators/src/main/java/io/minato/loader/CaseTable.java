@@ -4,6 +4,7 @@ import io.minato.data.BadInputException;
 import io.minato.data.CaseCache;
 import io.minato.data.CaseCheck;
 import io.minato.data.CaseFiles;
+import io.minato.data.FileNames;
 import io.minato.data.FileStamp;
 import io.minato.spi.MemoStats;
 import io.minato.spi.SampleSet;
@@ -91,6 +92,9 @@ public final class CaseTable implements SampleSet<Volume> {
      * Synchronized because the in-order loader's workers share one table; opening only maps.
      */
     public Volume volume(int caseIndex) throws BadInputException {
+        // A worker in a JVM whose locale cannot hold the names is told so in one line.
+        FileNames.of(images[caseIndex]);
+        FileNames.of(labels[caseIndex]);
         return opened(caseIndex).volume();
     }
 

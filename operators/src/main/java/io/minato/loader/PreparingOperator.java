@@ -1,5 +1,6 @@
 package io.minato.loader;
 
+import io.minato.data.BadInputException;
 import io.minato.loader.pacing.JobQueues;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
@@ -9,10 +10,15 @@ import io.minato.spi.Workload;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.flink.api.common.accumulators.ListAccumulator;
 import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 import org.apache.flink.runtime.operators.coordination.OperatorEventHandler;
@@ -22,6 +28,8 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the fast and the slow workers share: the workload, the deal to devices, a share of the
@@ -33,6 +41,15 @@ import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
  * element in hand without its result: the element's task is operator state ("waiting"), and a
  * restore prepares it again from the start, with the same bytes. Operators are needed for that (a
  * ProcessFunction has no mailbox and no hook before the snapshot).
+ *
+ * <p>Under {@link #skippingBadSamples} a sample whose preparation meets bad input (a file truncated
+ * or replaced since the run checked it, pixels that do not decode) is quarantined instead of
+ * failing the job: left out, and with it every later sample of the same source that this worker is
+ * given, for the rest of the run. What was quarantined is operator state (union: after a restore
+ * every worker knows every quarantined source), as is the count of samples left out (split: summed
+ * over the workers, each counted once), so that a restore neither trains a quarantined sample nor
+ * counts one twice; the accumulators {@link #QUARANTINED} and {@link #SAMPLES_SKIPPED} carry them
+ * to the report.
  *
  * @param <IN> what the worker takes: a task, or a sample left unfinished on the fast path
  */
@@ -49,10 +66,22 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     /** Gauge: how many workers of this job in this TaskManager may prepare at once. */
     public static final String ACTIVE_WORKERS = "activeWorkers";
 
+    /**
+     * Accumulator: the sources quarantined during the run, each {@code file + '\0' + reason}
+     * (repeated by every worker that knows it).
+     */
+    public static final String QUARANTINED = "quarantinedDuringRun";
+
+    /** Accumulator: samples left out during the run because their source was quarantined. */
+    public static final String SAMPLES_SKIPPED = "samplesSkipped";
+
+    private static final Logger LOG = LoggerFactory.getLogger(PreparingOperator.class);
+
     protected final Workload<?> workload;
     private final int devices;
     private final WorkerScheduler.Kind kind;
     private final boolean scheduled;
+    private boolean skipBadSamples;
 
     private transient MailboxExecutor mailbox;
     private transient WorkerScheduler scheduler;
@@ -66,6 +95,15 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private transient PrepTimes prepTimes;
     private transient LongCounter pacedBlind;
     private transient TaskManagerUsage.Share usage;
+    private transient ListState<Tuple3<Integer, String, String>> quarantineState;
+    private transient ListState<Long> skippedState;
+
+    /** Quarantined sources: sample index to (file, reason). */
+    private transient Map<Integer, Tuple3<Integer, String, String>> quarantined;
+
+    private transient long skipped;
+    private transient ListAccumulator<String> quarantinedAccumulator;
+    private transient LongCounter skippedAccumulator;
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
@@ -80,9 +118,36 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         this.scheduled = scheduled;
     }
 
+    /**
+     * Quarantines samples that meet bad input during the run ({@code --on-bad-sample skip}) instead
+     * of failing the job; see the class comment.
+     */
+    final void skipBadSamples(boolean skip) {
+        this.skipBadSamples = skip;
+    }
+
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
+        quarantineState =
+                context.getOperatorStateStore()
+                        .getUnionListState(
+                                new ListStateDescriptor<>(
+                                        "quarantine",
+                                        Types.TUPLE(Types.INT, Types.STRING, Types.STRING)));
+        skippedState =
+                context.getOperatorStateStore()
+                        .getListState(new ListStateDescriptor<>("skipped", Types.LONG));
+        quarantined = new TreeMap<>();
+        skipped = 0;
+        if (context.isRestored()) {
+            for (Tuple3<Integer, String, String> q : quarantineState.get()) {
+                quarantined.putIfAbsent(q.f0, q);
+            }
+            for (Long n : skippedState.get()) {
+                skipped += n;
+            }
+        }
         waitingState =
                 context.getOperatorStateStore()
                         .getListState(
@@ -105,6 +170,13 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
                 Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER, devices)
                         .counted(getRuntimeContext());
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
+        quarantinedAccumulator = new ListAccumulator<>();
+        skippedAccumulator = new LongCounter(skipped);
+        getRuntimeContext().addAccumulator(QUARANTINED, quarantinedAccumulator);
+        getRuntimeContext().addAccumulator(SAMPLES_SKIPPED, skippedAccumulator);
+        for (Tuple3<Integer, String, String> q : quarantined.values()) {
+            quarantinedAccumulator.add(q.f1 + '\0' + q.f2);
+        }
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
         usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
         if (scheduled) {
@@ -127,7 +199,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
             pacedBlind = getRuntimeContext().getLongCounter(PACED_BLIND);
         }
         for (SampleTask waited : recovered) {
-            restart(waited);
+            guarded(waited, () -> restart(waited));
         }
         recovered.clear();
     }
@@ -135,13 +207,54 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     @Override
     public final void processElement(StreamRecord<IN> record) throws Exception {
         IN element = record.getValue();
-        try {
-            process(element);
-        } catch (InternalError fault) {
-            // A fault in a mapped case file surfaces where compiled code next checks for it,
-            // possibly after the read (while emitting, say): the whole element is guarded.
-            throw workload.changedWhileRead(taskOf(element).caseIndex(), fault);
+        guarded(taskOf(element), () -> process(element));
+    }
+
+    /** A preparation of one sample. */
+    private interface Preparation {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code preparation} of {@code task} unless its source is quarantined; bad input it meets
+     * fails the job, or, when skipping, quarantines the source.
+     */
+    private void guarded(SampleTask task, Preparation preparation) throws Exception {
+        if (quarantined.containsKey(task.caseIndex())) {
+            skip();
+            return;
         }
+        try {
+            try {
+                preparation.run();
+            } catch (InternalError fault) {
+                // A fault in a mapped case file surfaces where compiled code next checks for it,
+                // possibly after the read (while emitting, say): the whole element is guarded.
+                throw workload.changedWhileRead(task.caseIndex(), fault);
+            }
+        } catch (BadInputException bad) {
+            if (!skipBadSamples) {
+                throw bad;
+            }
+            quarantine(task, bad);
+        }
+    }
+
+    private void quarantine(SampleTask task, BadInputException bad) {
+        LOG.warn(
+                "quarantined for the rest of the run (--on-bad-sample skip), from epoch {}: {}",
+                task.epoch(),
+                bad.getMessage());
+        Tuple3<Integer, String, String> q =
+                Tuple3.of(task.caseIndex(), bad.file().toString(), bad.problem());
+        quarantined.put(task.caseIndex(), q);
+        quarantinedAccumulator.add(q.f1 + '\0' + q.f2);
+        skip();
+    }
+
+    private void skip() {
+        skipped++;
+        skippedAccumulator.add(1L);
     }
 
     /**
@@ -226,6 +339,8 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         waitingState.update(waiting == null ? List.of() : List.of(waiting));
+        quarantineState.update(new ArrayList<>(quarantined.values()));
+        skippedState.update(List.of(skipped));
     }
 
     /** The accumulators this worker registers (written for a detached job at close). */
@@ -233,8 +348,10 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         String[] names =
                 PrepTimes.with(
                         TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
-        String[] all = Arrays.copyOf(names, names.length + 1);
+        String[] all = Arrays.copyOf(names, names.length + 3);
         all[names.length] = PACED_BLIND;
+        all[names.length + 1] = QUARANTINED;
+        all[names.length + 2] = SAMPLES_SKIPPED;
         return all;
     }
 

@@ -41,6 +41,15 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
         super(workload, devices, WorkerScheduler.Kind.SLOW, scheduled);
     }
 
+    /**
+     * This worker, quarantining samples that meet bad input instead of failing the job ({@code
+     * --on-bad-sample skip}; see {@link PreparingOperator}).
+     */
+    public SlowPath skippingBadSamples(boolean skip) {
+        skipBadSamples(skip);
+        return this;
+    }
+
     @Override
     public void open() throws Exception {
         finished = getMetricGroup().counter("samplesFinished");

@@ -86,7 +86,8 @@ class ImageFolderTest {
         assertThatThrownBy(() -> ImageFolder.scan(dir))
                 .hasMessage(
                         dir.resolve("dogs")
-                                + ": class folder holds no image (bmp, gif, jpeg, jpg, png)");
+                                + ": class folder holds no image (bmp, gif, jpeg, jpg, pgm, png, ppm,"
+                                + " tif, tiff, webp)");
     }
 
     @Test

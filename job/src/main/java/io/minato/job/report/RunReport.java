@@ -66,9 +66,15 @@ public final class RunReport {
             List<RunSampler.Sample> memory,
             Workers workers,
             Fetch fetch,
-            List<TaskManager> taskManagers)
+            List<TaskManager> taskManagers,
+            long skippedSamples)
             implements Serializable {
 
+        /**
+         * @param quarantine every input left out, before the run or during it
+         * @param skippedSamples samples left out during the run because their input was quarantined
+         *     then (neither delivered nor dropped)
+         */
         public Inputs {
             quarantine = List.copyOf(quarantine);
             taskManagers = taskManagers == null ? null : List.copyOf(taskManagers);
@@ -85,13 +91,16 @@ public final class RunReport {
 
         /** What {@code problem} says of a file under {@code dataDir}. */
         public static Quarantine of(Path dataDir, io.minato.data.BadInputException problem) {
-            Path abs = problem.file().toAbsolutePath().normalize();
+            return of(dataDir, problem.file(), problem.problem());
+        }
+
+        /** {@code file} under {@code dataDir}, left out for {@code reason}. */
+        public static Quarantine of(Path dataDir, Path file, String reason) {
+            Path abs = file.toAbsolutePath().normalize();
             Path base = dataDir.toAbsolutePath().normalize();
             return new Quarantine(
-                    abs.startsWith(base)
-                            ? base.relativize(abs).toString()
-                            : problem.file().toString(),
-                    problem.problem());
+                    abs.startsWith(base) ? base.relativize(abs).toString() : file.toString(),
+                    reason);
         }
     }
 
@@ -207,7 +216,7 @@ public final class RunReport {
         delivered = samples;
         fast = f;
         slow = s;
-        dropped = (long) in.trainCases() * in.epochs() - samples;
+        dropped = (long) in.trainCases() * in.epochs() - samples - in.skippedSamples();
         busyFraction = wallSeconds > 0 ? busy / (in.devices() * wallSeconds) : 0;
         waitSeconds = wait;
         headOfLineSeconds = held;
@@ -374,6 +383,11 @@ public final class RunReport {
 
     public long delivered() {
         return delivered;
+    }
+
+    /** What the report was built from. */
+    public Inputs inputs() {
+        return in;
     }
 
     public long dropped() {

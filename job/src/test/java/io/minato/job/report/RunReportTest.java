@@ -345,7 +345,8 @@ class RunReportTest {
                         new RunReport.Fetch(0.5, 0.25),
                         List.of(
                                 new RunReport.TaskManager("tm-1", 0, 2, 3.0, 512L << 20, null),
-                                new RunReport.TaskManager("tm-2", 4, 0, 6.0, null, 2.345))),
+                                new RunReport.TaskManager("tm-2", 4, 0, 6.0, null, 2.345)),
+                        0),
                 run);
     }
 }

@@ -1,0 +1,160 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.image.ImageCodecs;
+import io.minato.json.Json;
+import java.awt.image.BufferedImage;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import javax.imageio.stream.MemoryCacheImageInputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Image folders as users have them: every format torchvision's ImageFolder reads, a non-ASCII name,
+ * a CMYK JPEG, and an image that passes the start-up check but whose pixels do not decode, met
+ * while the run trains.
+ */
+class RealFoldersTest {
+    @TempDir Path data;
+    @TempDir Path out;
+
+    private MainTest.Run train(String onBad, int epochs) {
+        return MainTest.run(
+                "train",
+                "--workload",
+                "images",
+                "--data",
+                data.toString(),
+                "--patch",
+                "16",
+                "--epochs",
+                Integer.toString(epochs),
+                "--eval-cases",
+                "0",
+                "--workers",
+                "2",
+                "--accelerator",
+                "simulated:1",
+                "--on-bad-sample",
+                onBad,
+                "--no-web-ui",
+                "--progress-interval",
+                "0",
+                "--no-plots",
+                "--run-dir",
+                out.resolve("run").toString(),
+                "--report",
+                out.resolve("report.json").toString(),
+                "--trace",
+                out.resolve("trace.csv").toString());
+    }
+
+    @SuppressWarnings("unchecked")
+    private Map<String, Object> report() throws Exception {
+        return (Map<String, Object>) Json.parse(Files.readString(out.resolve("report.json")));
+    }
+
+    /** The trace's (epoch, index) pairs, each checked to be there once, and the images named. */
+    private Set<String> traced(Set<String> pairs) throws Exception {
+        List<String> lines = Files.readAllLines(out.resolve("trace.csv"), StandardCharsets.UTF_8);
+        Set<String> images = new HashSet<>();
+        for (String line : lines.subList(1, lines.size())) {
+            String[] f = line.split(",");
+            assertThat(pairs.add(f[0] + "," + f[1])).as("twice: %s", line).isTrue();
+            images.add(f[2]);
+        }
+        return images;
+    }
+
+    @Test
+    void shouldTrainOnEveryImageFormatAndANonAsciiName() throws Exception {
+        ImageFormatFolder.write(data);
+
+        MainTest.Run run = train("fail", 1);
+
+        assertThat(run.status()).as(run.err()).isZero();
+        Map<String, Object> r = report();
+        assertThat(r.get("quarantine")).isEqualTo(List.of());
+        Set<String> pairs = new HashSet<>();
+        assertThat(traced(pairs)).containsExactlyInAnyOrderElementsOf(ImageFormatFolder.IMAGES);
+        assertThat(pairs).hasSize(ImageFormatFolder.IMAGES.size());
+    }
+
+    @Test
+    void shouldDecodeACmykJpegInItsColours() throws Exception {
+        byte[] jpeg = ImageFormatFolder.cmykRed(16, 12);
+
+        BufferedImage image =
+                ImageCodecs.read(new MemoryCacheImageInputStream(new ByteArrayInputStream(jpeg)));
+
+        int rgb = image.getRGB(5, 5);
+        assertThat(rgb >> 16 & 0xFF).as("red").isGreaterThan(200);
+        assertThat(rgb >> 8 & 0xFF).as("green").isLessThan(60);
+        assertThat(rgb & 0xFF).as("blue").isLessThan(60);
+        assertThat(ImageCodecs.suffixes()).contains("webp", "ppm", "pgm", "tif", "tiff");
+    }
+
+    @Test
+    void shouldQuarantineAnImageWhosePixelsDoNotDecodeMidRunAndTrainEveryOtherSampleOnce()
+            throws Exception {
+        ImageFormatFolder.write(data);
+        ImageFormatFolder.write(data, "a/bad.png", ImageFormatFolder.undecodablePng());
+        int epochs = 3;
+
+        MainTest.Run run = train("skip", epochs);
+
+        assertThat(run.status()).as(run.err()).isZero();
+        List<String> skipped = new ArrayList<>();
+        for (String line : run.err().split("\n")) {
+            if (line.startsWith("skipped: ")) {
+                skipped.add(line);
+            }
+        }
+        assertThat(skipped)
+                .singleElement()
+                .asString()
+                .startsWith("skipped: " + data.resolve("a/bad.png") + ": cannot decode the image");
+        Map<String, Object> r = report();
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> quarantine = (List<Map<String, Object>>) r.get("quarantine");
+        assertThat(quarantine)
+                .singleElement()
+                .extracting(q -> q.get("file"))
+                .isEqualTo("a/bad.png");
+        assertThat((String) quarantine.get(0).get("reason")).startsWith("cannot decode the image");
+        int good = ImageFormatFolder.IMAGES.size();
+        assertThat(r.get("samples"))
+                .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+                .containsEntry("quarantined", 1.0)
+                .containsEntry("delivered", (double) epochs * good)
+                .containsEntry("dropped", 0.0);
+        Set<String> pairs = new HashSet<>();
+        assertThat(traced(pairs))
+                .doesNotContain("a/bad.png")
+                .containsExactlyInAnyOrderElementsOf(ImageFormatFolder.IMAGES);
+        assertThat(pairs).hasSize(epochs * good);
+    }
+
+    @Test
+    void shouldStopInOneLineWhenAnImageDoesNotDecodeMidRunUnderFail() throws Exception {
+        ImageFormatFolder.write(data);
+        ImageFormatFolder.write(data, "a/bad.png", ImageFormatFolder.undecodablePng());
+
+        MainTest.Run run = train("fail", 2);
+
+        assertThat(run.status()).isNotZero();
+        assertThat(run.err())
+                .contains("error: " + data.resolve("a/bad.png") + ": cannot decode the image")
+                .doesNotContain("\tat ");
+        assertThat(out.resolve("report.json")).doesNotExist();
+    }
+}
