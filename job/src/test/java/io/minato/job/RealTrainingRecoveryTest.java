@@ -152,10 +152,12 @@ class RealTrainingRecoveryTest {
                     }
                     StepResult result = real.train(batch);
                     if (SNAPSHOTS.get() < 2 * devices) {
-                        // Until then, steps as slow as the checkpoint interval: these 16 steps
+                        // Until then, steps slower than the checkpoint interval: these 16 steps
                         // of a tiny model could otherwise all end before two checkpoints reach
-                        // the trainers (seen once in CI), and the fault would never come.
-                        Thread.sleep(CHECKPOINT_INTERVAL.toMillis());
+                        // the trainers (seen in CI, and here with other builds on the cores),
+                        // and the fault would never come. A snapshot waits for the step to end,
+                        // so the step cannot wait for it instead.
+                        Thread.sleep(3 * CHECKPOINT_INTERVAL.toMillis());
                     }
                     return result;
                 }
