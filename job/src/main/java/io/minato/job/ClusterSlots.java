@@ -42,7 +42,7 @@ final class ClusterSlots {
     }
 
     /** The body of the JobManager's answer to GET {@code path}; empty if none came. */
-    private static Optional<String> get(ReadableConfig config, String path) {
+    static Optional<String> get(ReadableConfig config, String path) {
         String host = config.get(RestOptions.ADDRESS);
         int port = config.get(RestOptions.PORT);
         if (host == null || host.isBlank()) {

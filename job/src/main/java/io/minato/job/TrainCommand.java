@@ -47,6 +47,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.Configuration;
@@ -655,16 +656,27 @@ public final class TrainCommand implements Callable<Integer> {
         JobExecutionResult result;
         OutputPaths.FullDiskWatch disk = OutputPaths.FullDiskWatch.start(run, 200);
         try {
-            result =
-                    embedded && progressMillis > 0
-                            ? withProgress(
-                                    env.executeAsync(name),
-                                    progress,
-                                    (long) set.train() * epochs,
-                                    set.train(),
-                                    dev.devices().size(),
-                                    err)
-                            : env.execute(name);
+            if (progressMillis <= 0) {
+                result = env.execute(name);
+            } else {
+                JobClient client = env.executeAsync(name);
+                // Embedded, the trainers run in this JVM; on a cluster, their metrics come
+                // through the JobManager's REST API.
+                ClusterProgress cluster =
+                        embedded
+                                ? null
+                                : new ClusterProgress(
+                                        FlinkSetup.clientConfiguration(),
+                                        client.getJobID().toString());
+                result =
+                        withProgress(
+                                client,
+                                embedded ? progress::totals : cluster::totals,
+                                (long) set.train() * epochs,
+                                set.train(),
+                                dev.devices().size(),
+                                err);
+            }
         } catch (Exception e) {
             RuntimeException stopped = oneLine(e, run, embedded, disk.sawNearlyFull());
             if (stopped != null) {
@@ -1042,7 +1054,7 @@ public final class TrainCommand implements Callable<Integer> {
      */
     private JobExecutionResult withProgress(
             JobClient job,
-            TrainingProgress progress,
+            Supplier<TrainingProgress.Totals> progress,
             long total,
             int cases,
             int devices,
@@ -1052,7 +1064,7 @@ public final class TrainCommand implements Callable<Integer> {
         long interval = terminal ? Math.min(progressMillis, 1000) : progressMillis;
         CompletableFuture<JobExecutionResult> done = job.getJobExecutionResult();
         long lastNanos = System.nanoTime();
-        TrainingProgress.Totals last = progress.totals();
+        TrainingProgress.Totals last = progress.get();
         boolean drawn = false;
         try {
             while (true) {
@@ -1060,7 +1072,7 @@ public final class TrainCommand implements Callable<Integer> {
                     return done.get(interval, TimeUnit.MILLISECONDS);
                 } catch (TimeoutException e) {
                     long now = System.nanoTime();
-                    TrainingProgress.Totals t = progress.totals();
+                    TrainingProgress.Totals t = progress.get();
                     if (t.samples() == 0) {
                         continue; // starting up
                     }

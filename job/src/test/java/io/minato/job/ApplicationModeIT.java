@@ -3,12 +3,10 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.json.Json;
-import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -261,38 +259,20 @@ class ApplicationModeIT {
                         "--report",
                         report.toString()));
         jobManager.addAll(args);
-        // What Flink's taskmanager.sh does (and scripts/cluster): the TaskManager's JVM flags
-        // and memory settings, worked out from the configuration by BashJavaUtils.
-        List<String> resources = java(jar, tmp.resolve("bash-java-utils.log"));
-        resources.add("org.apache.flink.runtime.util.bash.BashJavaUtils");
-        resources.addAll(
-                List.of(
-                        "GET_TM_RESOURCE_PARAMS",
-                        "--configDir",
-                        flinkConf().toString(),
-                        "-D",
-                        "taskmanager.memory.process.size=2g"));
-        Process sizing = start(resources, tmp.resolve("sizing.out"), Map.of());
-        assertThat(sizing.waitFor(2, TimeUnit.MINUTES)).isTrue();
-        List<String> result =
-                Files.readAllLines(tmp.resolve("sizing.out")).stream()
-                        .filter(l -> l.startsWith("BASH_JAVA_UTILS_EXEC_RESULT:"))
-                        .map(l -> l.substring("BASH_JAVA_UTILS_EXEC_RESULT:".length()).strip())
-                        .toList();
-        assertThat(result).as(Files.readString(tmp.resolve("sizing.out"))).hasSize(2);
+        List<String> result = ClusterProcesses.taskManagerResources(tmp, jar, "2g");
 
         Process jm = start(jobManager, tmp.resolve("jm.out"), Map.of());
         List<Process> tms = new ArrayList<>();
         for (int k = 1; k <= taskManagers; k++) {
             String name = k == 1 ? "tm" : "tm-" + k;
-            List<String> taskManager = java(jar, tmp.resolve(name + ".log"));
-            taskManager.addAll(1, Arrays.asList(result.get(0).split("\\s+")));
-            taskManager.add("org.apache.flink.runtime.taskexecutor.TaskManagerRunner");
-            taskManager.addAll(List.of("--configDir", flinkConf().toString()));
-            taskManager.addAll(ports);
-            taskManager.addAll(Arrays.asList(result.get(1).split("\\s+")));
-            taskManager.addAll(List.of("-D", "taskmanager.resource-id=tm-" + k));
-            taskManager.addAll(k == 1 || otherConf.isEmpty() ? taskManagerConf : otherConf);
+            List<String> taskManager =
+                    ClusterProcesses.taskManager(
+                            jar,
+                            tmp.resolve(name + ".log"),
+                            result,
+                            k,
+                            ports,
+                            k == 1 || otherConf.isEmpty() ? taskManagerConf : otherConf);
             tms.add(start(taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
         }
         try {
@@ -308,11 +288,7 @@ class ApplicationModeIT {
                             "Shutting StandaloneApplicationClusterEntryPoint down with"
                                     + " application status SUCCEEDED");
         } finally {
-            jm.destroyForcibly();
-            for (Process tm : tms) {
-                tm.destroyForcibly();
-                tm.waitFor(30, TimeUnit.SECONDS);
-            }
+            ClusterProcesses.stop(jm, tms);
         }
     }
 
@@ -324,23 +300,12 @@ class ApplicationModeIT {
 
     /** A JVM on Flink's and the job's classpath, as a cluster with the jar in its lib/ has. */
     private static List<String> java(Path jar, Path log) throws IOException {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(FlinkRunIT.jvmOptions());
-        command.add("-Dai.djl.offline=true");
-        command.add("-Dlog.file=" + log);
-        command.add("-Dlog4j.configurationFile=" + flinkConf().resolve("log4j-cluster.properties"));
-        command.add("-cp");
-        command.add(FlinkRunIT.clusterClasspath() + File.pathSeparator + jar);
-        return command;
+        return ClusterProcesses.java(jar, log);
     }
 
     private static Process start(List<String> command, Path out, Map<String, String> env)
             throws IOException {
-        ProcessBuilder process =
-                new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(out.toFile());
-        process.environment().putAll(env);
-        return process.start();
+        return ClusterProcesses.start(command, out, env);
     }
 
     private static Path flinkConf() {

@@ -212,8 +212,16 @@ class FlinkRunIT {
     /** Flink's command line client with {@code args}, configured for the test's cluster. */
     private static List<String> flinkCommand(ClusterClient<?> client, Path tmp, List<String> args)
             throws java.io.IOException {
+        return flinkCommand(java.net.URI.create(client.getWebInterfaceURL()), tmp, args);
+    }
+
+    /**
+     * Flink's command line client with {@code args}, for the cluster whose REST API is {@code
+     * rest}.
+     */
+    static List<String> flinkCommand(java.net.URI rest, Path tmp, List<String> args)
+            throws java.io.IOException {
         // The client's configuration: where the cluster's REST API listens.
-        java.net.URI rest = java.net.URI.create(client.getWebInterfaceURL());
         Path conf = Files.createDirectories(tmp.resolve("conf"));
         Files.writeString(
                 conf.resolve("config.yaml"),
@@ -237,7 +245,7 @@ class FlinkRunIT {
     }
 
     /** Runs the client to its end (5 minutes at most) and returns its output; exit status 0. */
-    private static String runToEnd(List<String> command, Path tmp) throws Exception {
+    static String runToEnd(List<String> command, Path tmp) throws Exception {
         Process p = start(command, tmp);
         boolean ended = p.waitFor(5, TimeUnit.MINUTES);
         if (!ended) {
