@@ -106,18 +106,25 @@ public final class LoaderJob {
     /**
      * What a training slot asks for besides its GPU under {@link TrainingSlots#ON_GPUS}: Flink's
      * fine-grained requirements need CPU and heap; the managed memory is the batcher's RocksDB. The
-     * trainer's own memory is native (DJL) and not Flink's to account.
+     * trainer's own memory is native (DJL) and not Flink's to account. Half a core, so that a
+     * TaskManager that declares a core per GPU (Flink's default when it has a slot per GPU) keeps
+     * room for preparation that lands beside its trainers: Flink's slot manager matches
+     * requirements in no particular order and has no priorities, so preparation matched first must
+     * never take a trainer's place (seen: two preparation slots of one core each took the two cores
+     * of the TaskManager with both GPUs, and the trainers waited for ever).
      */
-    static final double TRAINING_SLOT_CPU = 1.0;
+    static final double TRAINING_SLOT_CPU = 0.5;
 
     static final int TRAINING_SLOT_HEAP_MB = 128;
     static final int TRAINING_SLOT_MANAGED_MB = 64;
 
     /**
-     * A preparation slot's requirement under {@link TrainingSlots#ON_GPUS}: one worker's core and a
-     * nominal heap (Flink accounts for heap but does not bound it per slot).
+     * A preparation slot's requirement under {@link TrainingSlots#ON_GPUS}: a token of CPU and a
+     * nominal heap (Flink accounts for both but bounds neither per slot). How many workers prepare
+     * at once is the worker scheduler's business, by the CPU its TaskManager uses; reserving whole
+     * cores here would only let preparation take a GPU TaskManager's cores from its trainers.
      */
-    static final double PREPARATION_SLOT_CPU = 1.0;
+    static final double PREPARATION_SLOT_CPU = 0.1;
 
     static final int PREPARATION_SLOT_HEAP_MB = 32;
 

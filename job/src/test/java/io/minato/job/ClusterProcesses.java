@@ -97,6 +97,16 @@ final class ClusterProcesses {
         return taskManager;
     }
 
+    /** The last {@code lines} lines of {@code log}, for a failure's message; "" if none. */
+    static String tail(Path log, int lines) {
+        try {
+            List<String> all = Files.readAllLines(log);
+            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException e) {
+            return "(" + e + ")";
+        }
+    }
+
     /** Stops every process, the TaskManagers waited for. */
     static void stop(Process jobManager, List<Process> taskManagers) throws InterruptedException {
         jobManager.destroyForcibly();
