@@ -447,15 +447,18 @@ public final class LoaderJob {
         // Batch k goes to device k % G. Not partitionCustom: Flink refuses custom partitioners
         // under unaligned checkpoints; device keys land one device per subtask instead.
         DeviceKeys keys = new DeviceKeys(s.devices());
-        return tasks.transform(
-                        "InOrderLoader",
-                        TypeInformation.of(Batch.class),
-                        InOrderLoader.builder()
-                                .setWorkload(s.workload())
-                                .setBatchSize(s.batch())
-                                .setDevices(s.devices())
-                                .setWorkers(workers)
-                                .build())
+        // In the trainers' slots, as PyTorch's DataLoader runs in the training process: its
+        // head-of-line clock is then the trainers' own (one per TaskManager).
+        return inTrainingSlots(
+                        tasks.transform(
+                                "InOrderLoader",
+                                TypeInformation.of(Batch.class),
+                                InOrderLoader.builder()
+                                        .setWorkload(s.workload())
+                                        .setBatchSize(s.batch())
+                                        .setDevices(s.devices())
+                                        .setWorkers(workers)
+                                        .build()))
                 .uid("inorder-loader")
                 .setParallelism(1)
                 .setBufferTimeout(HANDOFF_FLUSH_MS)
@@ -465,14 +468,16 @@ public final class LoaderJob {
     private DataStream<Batch> djl(DataStream<SampleTask> tasks) {
         Settings s = settings;
         DeviceKeys keys = new DeviceKeys(s.devices());
-        return tasks.transform(
-                        "DjlLoader",
-                        TypeInformation.of(Batch.class),
-                        new DjlLoader(
-                                s.workload(),
-                                s.batch(),
-                                s.devices(),
-                                s.fastWorkers() + s.slowWorkers()))
+        // In the trainers' slots, as DJL's loader runs in the training process (see inOrder).
+        return inTrainingSlots(
+                        tasks.transform(
+                                "DjlLoader",
+                                TypeInformation.of(Batch.class),
+                                new DjlLoader(
+                                        s.workload(),
+                                        s.batch(),
+                                        s.devices(),
+                                        s.fastWorkers() + s.slowWorkers())))
                 .uid("djl-loader")
                 .setParallelism(1)
                 .setBufferTimeout(HANDOFF_FLUSH_MS)

@@ -19,4 +19,14 @@ public record JobQueues(int reported, int roomy) implements OperatorEvent {
     public boolean hungry() {
         return roomy > 0;
     }
+
+    /**
+     * A worker that finished (or failed) before this reached it needs it no more, and a later view
+     * replaces it anyway: Flink fails a subtask over for a lost event that is not loss-tolerant
+     * (seen: a worker FINISHED while its coordinator told it, and the job restarted).
+     */
+    @Override
+    public boolean isLossTolerant() {
+        return true;
+    }
 }

@@ -55,7 +55,7 @@ public final class PacingCoordinator implements OperatorCoordinator {
 
     /**
      * Sends, not waiting for the answer: a worker that finished or failed meanwhile misses a hint
-     * it no longer needs (Flink fails over only subtasks an event could not reach while running).
+     * it no longer needs ({@link JobQueues#isLossTolerant}).
      */
     private static void tell(SubtaskGateway gateway, JobQueues view) {
         gateway.sendEvent(view);

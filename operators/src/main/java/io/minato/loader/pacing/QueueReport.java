@@ -11,4 +11,10 @@ public record QueueReport(int device, int held, int depth) implements OperatorEv
     public boolean roomy() {
         return held < depth;
     }
+
+    /** A later report replaces it. */
+    @Override
+    public boolean isLossTolerant() {
+        return true;
+    }
 }
