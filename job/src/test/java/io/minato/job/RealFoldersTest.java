@@ -17,6 +17,8 @@ import java.util.Set;
 import javax.imageio.stream.MemoryCacheImageInputStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Image folders as users have them: every format torchvision's ImageFolder reads, a non-ASCII name,
@@ -28,8 +30,14 @@ class RealFoldersTest {
     @TempDir Path out;
 
     private MainTest.Run train(String onBad, int epochs) {
+        return train("minato", onBad, epochs);
+    }
+
+    private MainTest.Run train(String loader, String onBad, int epochs) {
         return MainTest.run(
                 "train",
+                "--loader",
+                loader,
                 "--workload",
                 "images",
                 "--data",
@@ -103,14 +111,15 @@ class RealFoldersTest {
         assertThat(ImageCodecs.suffixes()).contains("webp", "ppm", "pgm", "tif", "tiff");
     }
 
-    @Test
-    void shouldQuarantineAnImageWhosePixelsDoNotDecodeMidRunAndTrainEveryOtherSampleOnce()
-            throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"minato", "inorder", "djl"})
+    void shouldQuarantineAnImageWhosePixelsDoNotDecodeMidRunAndTrainEveryOtherSampleOnce(
+            String loader) throws Exception {
         ImageFormatFolder.write(data);
         ImageFormatFolder.write(data, "a/bad.png", ImageFormatFolder.undecodablePng());
-        int epochs = 3;
+        int epochs = 3; // 3 x 12 images: whole batches of 2, none dropped by the in-order loaders
 
-        MainTest.Run run = train("skip", epochs);
+        MainTest.Run run = train(loader, "skip", epochs);
 
         assertThat(run.status()).as(run.err()).isZero();
         List<String> skipped = new ArrayList<>();
@@ -144,12 +153,14 @@ class RealFoldersTest {
         assertThat(pairs).hasSize(epochs * good);
     }
 
-    @Test
-    void shouldStopInOneLineWhenAnImageDoesNotDecodeMidRunUnderFail() throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"minato", "inorder", "djl"})
+    void shouldStopInOneLineWhenAnImageDoesNotDecodeMidRunUnderFail(String loader)
+            throws Exception {
         ImageFormatFolder.write(data);
         ImageFormatFolder.write(data, "a/bad.png", ImageFormatFolder.undecodablePng());
 
-        MainTest.Run run = train("fail", 2);
+        MainTest.Run run = train(loader, "fail", 2);
 
         assertThat(run.status()).isNotZero();
         assertThat(run.err())
