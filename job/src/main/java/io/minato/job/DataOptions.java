@@ -94,7 +94,7 @@ public final class DataOptions {
                             + " out and counted as quarantined (skip); under skip a sample that"
                             + " goes bad while the run prepares it (a file truncated or replaced,"
                             + " an image that does not decode) is quarantined for the rest of the"
-                            + " run (minato loader). Default: ${DEFAULT-VALUE}.")
+                            + " run (every loader). Default: ${DEFAULT-VALUE}.")
     public OnBadSample onBadSample = OnBadSample.fail;
 
     @Option(

@@ -305,8 +305,7 @@ public final class LoaderJob {
         /**
          * Whether a sample that meets bad input while the run prepares it (a file truncated or
          * replaced since it was checked, an image that does not decode) is quarantined for the rest
-         * of the run instead of failing the job ({@code --on-bad-sample skip}; Minato's loader
-         * only). Off by default.
+         * of the run instead of failing the job ({@code --on-bad-sample skip}). Off by default.
          */
         public Builder optSkipBadSamples(boolean skip) {
             this.skipBadSamples = skip;
@@ -458,6 +457,7 @@ public final class LoaderJob {
                                         .setBatchSize(s.batch())
                                         .setDevices(s.devices())
                                         .setWorkers(workers)
+                                        .optSkipBadSamples(s.skipBadSamples())
                                         .build()))
                 .uid("inorder-loader")
                 .setParallelism(1)
@@ -474,10 +474,11 @@ public final class LoaderJob {
                                 "DjlLoader",
                                 TypeInformation.of(Batch.class),
                                 new DjlLoader(
-                                        s.workload(),
-                                        s.batch(),
-                                        s.devices(),
-                                        s.fastWorkers() + s.slowWorkers())))
+                                                s.workload(),
+                                                s.batch(),
+                                                s.devices(),
+                                                s.fastWorkers() + s.slowWorkers())
+                                        .skippingBadSamples(s.skipBadSamples())))
                 .uid("djl-loader")
                 .setParallelism(1)
                 .setBufferTimeout(HANDOFF_FLUSH_MS)

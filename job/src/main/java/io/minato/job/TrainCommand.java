@@ -878,6 +878,26 @@ public final class TrainCommand implements Callable<Integer> {
     }
 
     /**
+     * Samples left out so far because their source was quarantined, which the progress line's total
+     * does not count; 0 while the job cannot say (restarting, ending).
+     */
+    private static long skippedSoFar(JobClient job) {
+        try {
+            return job.getAccumulators()
+                                    .get(1, TimeUnit.SECONDS)
+                                    .get(AugmentOperator.SAMPLES_SKIPPED)
+                            instanceof Long n
+                    ? n
+                    : 0;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 0;
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    /**
      * What the run left out: the inputs quarantined before it started, then those its workers
      * quarantined while it ran (each once, however many workers met it), in file order.
      */
@@ -1055,7 +1075,7 @@ public final class TrainCommand implements Callable<Integer> {
     private JobExecutionResult withProgress(
             JobClient job,
             Supplier<TrainingProgress.Totals> progress,
-            long total,
+            long all,
             int cases,
             int devices,
             PrintWriter err)
@@ -1085,6 +1105,7 @@ public final class TrainCommand implements Callable<Integer> {
                     }
                     double seconds = (now - lastNanos) / 1e9;
                     double rate = (t.samples() - last.samples()) / seconds;
+                    long total = all - skippedSoFar(job);
                     // A step counts as busy when it ends, all of it: one that began in the
                     // last interval would push this one's share past 100 %.
                     double busy =

@@ -87,10 +87,24 @@ final class ImageFormatFolder {
      * segment (transform 0) that says so. Pure red is C 0, M 1, Y 1, K 0.
      */
     static byte[] cmykRed(int w, int h) throws IOException {
+        return adobe(w, h, new int[] {255, 0, 0, 255}, 0);
+    }
+
+    /**
+     * A YCCK JPEG as Photoshop writes them: the inverted CMY of {@link #cmykRed} taken as RGB and
+     * stored as YCbCr, K as it is, and the Adobe APP14 segment with transform 2. Red's inverted CMY
+     * (255, 0, 0) read as RGB is (0, 255, 255): Y 179, Cb 171, Cr 0.
+     */
+    static byte[] ycckRed(int w, int h) throws IOException {
+        return adobe(w, h, new int[] {179, 171, 0, 255}, 2);
+    }
+
+    /** A four-channel JPEG of one colour, stored as given, with an Adobe segment's transform. */
+    private static byte[] adobe(int w, int h, int[] pixel, int transform) throws IOException {
         WritableRaster raster = Raster.createInterleavedRaster(DataBuffer.TYPE_BYTE, w, h, 4, null);
         for (int y = 0; y < h; y++) {
             for (int x = 0; x < w; x++) {
-                raster.setPixel(x, y, new int[] {255, 0, 0, 255});
+                raster.setPixel(x, y, pixel);
             }
         }
         ImageWriter writer = ImageIO.getImageWritersByFormatName("jpeg").next();
@@ -103,7 +117,22 @@ final class ImageFormatFolder {
         }
         byte[] jpeg = bytes.toByteArray();
         byte[] adobe = {
-            (byte) 0xFF, (byte) 0xEE, 0, 14, 'A', 'd', 'o', 'b', 'e', 0, 100, 0, 0, 0, 0, 0
+            (byte) 0xFF,
+            (byte) 0xEE,
+            0,
+            14,
+            'A',
+            'd',
+            'o',
+            'b',
+            'e',
+            0,
+            100,
+            0,
+            0,
+            0,
+            0,
+            (byte) transform
         };
         byte[] out = new byte[jpeg.length + adobe.length];
         System.arraycopy(jpeg, 0, out, 0, 2);

@@ -53,10 +53,13 @@ import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.jobgraph.JobVertex;
+import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamNode;
+import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -89,6 +92,8 @@ class LoaderJobTest {
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
     private static final AtomicBoolean HOLDING = new AtomicBoolean();
+    private static final AtomicBoolean WORKERS_DONE = new AtomicBoolean();
+    private static final AtomicInteger SNAPSHOTS_AFTER_WORKERS = new AtomicInteger();
     private static final AtomicInteger FAILURES = new AtomicInteger();
     private static final AtomicLong SNAPSHOT_IDS = new AtomicLong();
     private static final List<Long> RESTORED = new CopyOnWriteArrayList<>();
@@ -399,9 +404,10 @@ class LoaderJobTest {
      * A sample quarantined mid-run (its pixels do not decode) and a failure restored from a later
      * checkpoint: every other (epoch, index) is trained exactly once, the bad image never.
      */
-    @Test
-    void shouldTrainEveryOtherSampleExactlyOnceAcrossARestoreAfterAQuarantine(@TempDir Path images)
-            throws Exception {
+    @ParameterizedTest
+    @EnumSource(LoaderJob.Loader.class)
+    void shouldTrainEveryOtherSampleExactlyOnceAcrossARestoreAfterAQuarantine(
+            LoaderJob.Loader loader, @TempDir Path images) throws Exception {
         ImageSetGenerator.builder()
                 .optImages(12)
                 .optClasses(3)
@@ -418,7 +424,7 @@ class LoaderJobTest {
         FAILED.set(false);
         run(
                 new Workload<>("images", folder, new ImageTransforms(ImageConfig.torchvision(16))),
-                LoaderJob.Loader.minato,
+                loader,
                 epochs,
                 new FailOnceAfterCheckpoints(true),
                 "auto",
@@ -433,6 +439,77 @@ class LoaderJobTest {
             assertThat(pairs.add(f[0] + "," + f[1])).as("delivered twice: %s", line).isTrue();
         }
         assertThat(pairs).hasSize(epochs * (folder.size() - 1));
+    }
+
+    /**
+     * The loader's workers finish while the trainers still train, checkpoints follow, then a
+     * trainer fails: the restored workers have nothing left to prepare, but what they quarantined
+     * and left out is in their state, and from there in the accumulators the report reads. The
+     * report names the file and counts every sample of it as left out, not dropped.
+     */
+    @ParameterizedTest
+    @EnumSource(LoaderJob.Loader.class)
+    void shouldReportTheQuarantineWhenTheJobFailsAfterTheWorkersFinished(
+            LoaderJob.Loader loader, @TempDir Path images, @InjectMiniCluster MiniCluster cluster)
+            throws Exception {
+        ImageSetGenerator.builder()
+                .optImages(12)
+                .optClasses(3)
+                .optSeed(6)
+                .optEdges(16, 48)
+                .build()
+                .generate(images);
+        Files.write(images.resolve("class_00/bad.png"), ImageFormatFolder.undecodablePng());
+        ImageFolder folder = ImageFolder.scan(images);
+        int epochs = 12; // 12 x 13 images: whole batches, none dropped by the in-order loaders
+        skipBadSamples = true;
+        WORKERS_DONE.set(false);
+        SNAPSHOTS_AFTER_WORKERS.set(0);
+        FAILED.set(false);
+        RunReport report =
+                run(
+                        new Workload<>(
+                                "images", folder, new ImageTransforms(ImageConfig.torchvision(16))),
+                        loader,
+                        epochs,
+                        new FailOnceAfterWorkersFinished(),
+                        "auto",
+                        false,
+                        job -> awaitWorkersFinished(cluster, job));
+
+        assertThat(FAILED).as("the fault was injected after the workers finished").isTrue();
+        Map<String, Object> accumulators = lastResult.getAllAccumulatorResults();
+        assertThat(TrainCommand.quarantine(List.of(), images, accumulators))
+                .extracting(RunReport.Quarantine::file)
+                .containsExactly("class_00/bad.png");
+        assertThat(accumulators.get(AugmentOperator.SAMPLES_SKIPPED)).isEqualTo((long) epochs);
+        assertThat(report.delivered()).isEqualTo((long) epochs * (folder.size() - 1));
+    }
+
+    /** Sets {@link #WORKERS_DONE} once every worker (or in-order loader) task of the job ended. */
+    private static void awaitWorkersFinished(MiniCluster cluster, JobID job) throws Exception {
+        while (true) {
+            var graph = cluster.getExecutionGraph(job).get();
+            if (graph.getState().isGloballyTerminalState()) {
+                return;
+            }
+            boolean done = true;
+            for (var vertex : graph.getAllExecutionVertices()) {
+                String name = vertex.getTaskNameWithSubtaskIndex();
+                if ((name.contains("AugmentOperator")
+                                || name.contains("SlowPath")
+                                || name.contains("InOrderLoader")
+                                || name.contains("DjlLoader"))
+                        && vertex.getExecutionState() != ExecutionState.FINISHED) {
+                    done = false;
+                }
+            }
+            if (done) {
+                WORKERS_DONE.set(true);
+                return;
+            }
+            Thread.sleep(5);
+        }
     }
 
     private static Map<Path, Long> componentEntries(Path cacheDir) throws Exception {
@@ -934,6 +1011,44 @@ class LoaderJobTest {
                 public byte[] snapshot() {
                     if (device == 0) {
                         SNAPSHOTS.incrementAndGet();
+                    }
+                    return new byte[0];
+                }
+            };
+        }
+    }
+
+    /**
+     * Device 0 fails once, on a step after three of its checkpoints taken since every worker task
+     * finished ({@link #WORKERS_DONE}); steps sleep 40 ms.
+     */
+    static final class FailOnceAfterWorkersFinished implements AcceleratorFactory {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private final SimulatedAccelerator step = new SimulatedAccelerator(40);
+
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    if (device == 0
+                            && SNAPSHOTS_AFTER_WORKERS.get() >= 3
+                            && FAILED.compareAndSet(false, true)) {
+                        throw new IllegalStateException("injected device fault");
+                    }
+                    return step.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return "simulated";
+                }
+
+                @Override
+                public byte[] snapshot() {
+                    if (device == 0 && WORKERS_DONE.get()) {
+                        SNAPSHOTS_AFTER_WORKERS.incrementAndGet();
                     }
                     return new byte[0];
                 }

@@ -3,12 +3,15 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.image.ImageCodecs;
+import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.json.Json;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayInputStream;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -17,19 +20,27 @@ import java.util.Set;
 import javax.imageio.stream.MemoryCacheImageInputStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Image folders as users have them: every format torchvision's ImageFolder reads, a non-ASCII name,
- * a CMYK JPEG, and an image that passes the start-up check but whose pixels do not decode, met
- * while the run trains.
+ * Folders as users have them: every format torchvision's ImageFolder reads, a non-ASCII name, CMYK
+ * and YCCK JPEGs, an image that passes the start-up check but whose pixels do not decode, met while
+ * the run trains, and a KiTS19 case truncated while the run trains.
  */
 class RealFoldersTest {
     @TempDir Path data;
     @TempDir Path out;
 
     private MainTest.Run train(String onBad, int epochs) {
+        return train("minato", onBad, epochs);
+    }
+
+    private MainTest.Run train(String loader, String onBad, int epochs) {
         return MainTest.run(
                 "train",
+                "--loader",
+                loader,
                 "--workload",
                 "images",
                 "--data",
@@ -104,13 +115,123 @@ class RealFoldersTest {
     }
 
     @Test
-    void shouldQuarantineAnImageWhosePixelsDoNotDecodeMidRunAndTrainEveryOtherSampleOnce()
-            throws Exception {
+    void shouldDecodeAYcckJpegInItsColours() throws Exception {
+        byte[] jpeg = ImageFormatFolder.ycckRed(16, 12);
+
+        BufferedImage image =
+                ImageCodecs.read(new MemoryCacheImageInputStream(new ByteArrayInputStream(jpeg)));
+
+        int rgb = image.getRGB(5, 5);
+        assertThat(rgb >> 16 & 0xFF).as("red").isGreaterThan(200);
+        assertThat(rgb >> 8 & 0xFF).as("green").isLessThan(60);
+        assertThat(rgb & 0xFF).as("blue").isLessThan(60);
+    }
+
+    /**
+     * Trains on a KiTS19-like set and truncates {@code victim} once the trace shows the first
+     * steps, while many epochs are left.
+     */
+    private MainTest.Run truncatedWhileTraining(String victim, String onBad) throws Exception {
+        KitsLikeGenerator.builder().optCases(6).optScale(0.15).optSeed(5).build().generate(data);
+        Path trace = out.resolve("run").resolve("trace-device-0.csv");
+        Thread truncate =
+                new Thread(
+                        () -> {
+                            try {
+                                long deadline = System.nanoTime() + 120_000_000_000L;
+                                while (!(Files.isRegularFile(trace) && Files.size(trace) > 200)
+                                        && System.nanoTime() < deadline) {
+                                    Thread.sleep(2);
+                                }
+                                try (FileChannel f =
+                                        FileChannel.open(
+                                                data.resolve(victim), StandardOpenOption.WRITE)) {
+                                    f.truncate(1000);
+                                }
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                        });
+        truncate.start();
+        MainTest.Run run =
+                MainTest.run(
+                        "train",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "16",
+                        "--epochs",
+                        "60",
+                        "--eval-cases",
+                        "0",
+                        "--workers",
+                        "2",
+                        "--accelerator",
+                        "simulated:10",
+                        "--on-bad-sample",
+                        onBad,
+                        "--no-web-ui",
+                        "--progress-interval",
+                        "0",
+                        "--no-plots",
+                        "--run-dir",
+                        out.resolve("run").toString(),
+                        "--report",
+                        out.resolve("report.json").toString(),
+                        "--trace",
+                        out.resolve("trace.csv").toString());
+        truncate.join();
+        assertThat(Files.size(data.resolve(victim))).as("truncated").isEqualTo(1000);
+        return run;
+    }
+
+    @Test
+    void shouldQuarantineAKitsCaseTruncatedMidRunAndTrainOnUnderSkip() throws Exception {
+        MainTest.Run run = truncatedWhileTraining("case_00002_x.npy", "skip");
+
+        assertThat(run.status()).as(run.err()).isZero();
+        assertThat(run.err().split("\n"))
+                .filteredOn(l -> l.startsWith("skipped: "))
+                .singleElement()
+                .asString()
+                .startsWith("skipped: " + data.resolve("case_00002_x.npy") + ": ");
+        Map<String, Object> r = report();
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> quarantine = (List<Map<String, Object>>) r.get("quarantine");
+        assertThat(quarantine)
+                .singleElement()
+                .extracting(q -> q.get("file"))
+                .isEqualTo("case_00002_x.npy");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> samples = (Map<String, Object>) r.get("samples");
+        assertThat(samples).containsEntry("quarantined", 1.0).containsEntry("dropped", 0.0);
+        double delivered = (Double) samples.get("delivered");
+        assertThat(delivered).isGreaterThan(0).isLessThan(6 * 60);
+        Set<String> pairs = new HashSet<>();
+        traced(pairs);
+        assertThat(pairs).hasSize((int) delivered);
+    }
+
+    @Test
+    void shouldStopInOneLineWhenAKitsCaseIsTruncatedMidRunUnderFail() throws Exception {
+        MainTest.Run run = truncatedWhileTraining("case_00002_x.npy", "fail");
+
+        assertThat(run.status()).isNotZero();
+        assertThat(run.err())
+                .contains("error: " + data.resolve("case_00002_x.npy") + ": ")
+                .doesNotContain("\tat ");
+        assertThat(out.resolve("report.json")).doesNotExist();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"minato", "inorder", "djl"})
+    void shouldQuarantineAnImageWhosePixelsDoNotDecodeMidRunAndTrainEveryOtherSampleOnce(
+            String loader) throws Exception {
         ImageFormatFolder.write(data);
         ImageFormatFolder.write(data, "a/bad.png", ImageFormatFolder.undecodablePng());
-        int epochs = 3;
+        int epochs = 3; // 3 x 12 images: whole batches of 2, none dropped by the in-order loaders
 
-        MainTest.Run run = train("skip", epochs);
+        MainTest.Run run = train(loader, "skip", epochs);
 
         assertThat(run.status()).as(run.err()).isZero();
         List<String> skipped = new ArrayList<>();
@@ -144,12 +265,14 @@ class RealFoldersTest {
         assertThat(pairs).hasSize(epochs * good);
     }
 
-    @Test
-    void shouldStopInOneLineWhenAnImageDoesNotDecodeMidRunUnderFail() throws Exception {
+    @ParameterizedTest
+    @ValueSource(strings = {"minato", "inorder", "djl"})
+    void shouldStopInOneLineWhenAnImageDoesNotDecodeMidRunUnderFail(String loader)
+            throws Exception {
         ImageFormatFolder.write(data);
         ImageFormatFolder.write(data, "a/bad.png", ImageFormatFolder.undecodablePng());
 
-        MainTest.Run run = train("fail", 2);
+        MainTest.Run run = train(loader, "fail", 2);
 
         assertThat(run.status()).isNotZero();
         assertThat(run.err())

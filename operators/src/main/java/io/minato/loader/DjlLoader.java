@@ -8,6 +8,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.training.dataset.RandomAccessDataset;
 import ai.djl.training.dataset.Record;
 import ai.djl.training.dataset.Sampler;
+import ai.djl.translate.Batchifier;
 import ai.djl.util.Progress;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
@@ -22,11 +23,13 @@ import io.minato.transform.PatchPool;
 import io.minato.transform.Shape3;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -53,6 +56,11 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * <p>The task stream feeds DJL's sampler as it arrives. Run at parallelism 1. At a checkpoint the
  * barrier waits until every full batch received so far is emitted; the state is the tasks of the
  * partial batch and the batch counter. The final remainder of fewer than B tasks is dropped.
+ *
+ * <p>Under {@code --on-bad-sample skip} a sample that meets bad input is left out of its batch and
+ * its source quarantined for the rest of the run ({@link Quarantine}, operator state like the
+ * minato workers'): DJL stacks the batch's other samples (a batch left with none is not emitted;
+ * the next keeps its number).
  */
 public class DjlLoader extends AbstractStreamOperator<Batch>
         implements OneInputStreamOperator<SampleTask, Batch>, BoundedOneInput {
@@ -67,6 +75,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient SampleHandoff.Reservation handoff;
     private transient Receivers trainers;
     private final int workers;
+    private boolean skipBadSamples;
 
     private transient Feed feed;
     private transient ExecutorService executor;
@@ -75,6 +84,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient long emitted; // batches emitted
     private transient long firstBatch; // batch number of the first batch of this (re)start
     private transient GlobalBatchState state;
+    private transient Quarantine quarantine;
     private transient Counter batchesMetric;
     private transient Counter samplesDropped;
     private transient InOrderBatches order;
@@ -99,11 +109,21 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         this.workers = workers;
     }
 
+    /**
+     * This loader, leaving out a sample that meets bad input during the run and quarantining its
+     * source ({@code --on-bad-sample skip}) instead of failing the job.
+     */
+    public DjlLoader skippingBadSamples(boolean skip) {
+        this.skipBadSamples = skip;
+        return this;
+    }
+
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
         state = new GlobalBatchState(context, "pending");
         firstBatch = state.restoredNextBatch();
+        quarantine = Quarantine.of(context);
     }
 
     @Override
@@ -116,6 +136,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
         usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
+        quarantine.open(getRuntimeContext());
         // DJL numbers the batches of each (re)start from 0.
         order =
                 new InOrderBatches(
@@ -188,6 +209,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         state.update(feed.remainder(), firstBatch + emitted);
+        quarantine.snapshot();
     }
 
     @Override
@@ -197,8 +219,10 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
         AccumulatorFiles.write(
                 getRuntimeContext(),
-                PrepTimes.with(
-                        TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES))));
+                Quarantine.with(
+                        PrepTimes.with(
+                                TaskManagerUsage.with(
+                                        Receivers.withSentAsBytes(CacheMetrics.NAMES)))));
         if (order != null) {
             order.close();
         }
@@ -250,6 +274,9 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
         long k = firstBatch + emitted++;
         Batch b = (Batch) ready;
+        if (b.samples().isEmpty()) {
+            return; // every sample of it was left out
+        }
         output.collect(
                 new StreamRecord<>(GlobalBatchState.toDevice(k, devices, b.samples(), trainers)));
         batchesMetric.inc();
@@ -258,7 +285,14 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
     private void iterate() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            Dataset dataset = new Dataset(feed, workload, prefetch(), order, prepTimes);
+            Dataset dataset =
+                    new Dataset(
+                            feed,
+                            workload,
+                            prefetch(),
+                            order,
+                            prepTimes,
+                            skipBadSamples ? quarantine : null);
             FeedSampler sampler = new FeedSampler(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
             // DJL iterates a dataset of known size: its sampler must not block. So each
@@ -298,8 +332,18 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         return t;
     }
 
-    /** Back from DJL's stacked NDArrays to the samples the trainer takes. */
+    /**
+     * Back from DJL's stacked NDArrays to the samples the trainer takes; the stack holds the
+     * batch's samples that were not left out, in order.
+     */
     private static Batch toBatch(ai.djl.training.dataset.Batch djl, Dataset dataset, long first) {
+        int size = djl.getSize();
+        if (djl.getData().isEmpty()) {
+            for (int i = 0; i < size; i++) {
+                dataset.takeLeftOut(first + i);
+            }
+            return new Batch(0, 0, List.of());
+        }
         NDArray images = djl.getData().singletonOrThrow();
         NDArray labels = djl.getLabels().singletonOrThrow();
         Shape s = images.getShape(); // (B, 1, D, H, W)
@@ -307,14 +351,18 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         int voxels = (int) patch.voxels();
         float[] allImages = images.toFloatArray();
         byte[] allLabels = labels.toByteArray();
-        int size = djl.getSize();
-        int labelBytes = allLabels.length / size;
+        int labelBytes = (int) (allLabels.length / s.get(0));
         List<PreparedSample> samples = new ArrayList<>(size);
+        int row = 0;
         for (int i = 0; i < size; i++) {
-            Patch arrays = PatchPool.jvm().take(patch, labelBytes); // all written below
-            System.arraycopy(allImages, i * voxels, arrays.image(), 0, voxels);
-            System.arraycopy(allLabels, i * labelBytes, arrays.label(), 0, labelBytes);
             long index = first + i;
+            if (dataset.takeLeftOut(index)) {
+                continue;
+            }
+            Patch arrays = PatchPool.jvm().take(patch, labelBytes); // all written below
+            System.arraycopy(allImages, row * voxels, arrays.image(), 0, voxels);
+            System.arraycopy(allLabels, row * labelBytes, arrays.label(), 0, labelBytes);
+            row++;
             samples.add(
                     new PreparedSample(
                             dataset.task(index),
@@ -493,18 +541,30 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         private final Map<Long, Long> prepNanos = new ConcurrentHashMap<>();
         private final InOrderBatches order;
         private final PrepTimes prepTimes;
+        private final Quarantine quarantine; // null: bad input fails the job
+        private final Set<Long> leftOut = ConcurrentHashMap.newKeySet();
 
+        /**
+         * @param quarantine where samples that meet bad input are quarantined; null to fail on them
+         */
         Dataset(
                 Feed feed,
                 Workload<?> workload,
                 int prefetch,
                 InOrderBatches order,
-                PrepTimes prepTimes) {
+                PrepTimes prepTimes,
+                Quarantine quarantine) {
             super(new Builder(prefetch).setSampling(1, false));
             this.feed = feed;
             this.workload = workload;
             this.order = order;
             this.prepTimes = prepTimes;
+            this.quarantine = quarantine;
+        }
+
+        /** Whether sample {@code index} was left out; forgets it. */
+        boolean takeLeftOut(long index) {
+            return leftOut.remove(index);
         }
 
         SampleTask task(long index) {
@@ -519,13 +579,21 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         @Override
         public Record get(NDManager manager, long index) {
             SampleTask task = feed.get(index);
+            if (quarantine != null && quarantine.holds(task)) {
+                quarantine.skip();
+                return leaveOut(index);
+            }
             long cpu0 = CpuClock.threadNanos();
             PrepTimes.Mark reads = PrepTimes.mark();
             Patch p;
             try {
                 p = workload.prepare(task.key(), task.caseIndex());
             } catch (BadInputException e) {
-                throw new IllegalStateException(e.getMessage(), e);
+                if (quarantine == null) {
+                    throw new IllegalStateException(e.getMessage(), e);
+                }
+                quarantine.add(task, e);
+                return leaveOut(index);
             } finally {
                 prepTimes.add(reads);
             }
@@ -543,6 +611,13 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             return new Record(new NDList(image), new NDList(label));
         }
 
+        /** The empty record of a sample left out, which {@link LeavingOut} does not stack. */
+        private Record leaveOut(long index) {
+            leftOut.add(index);
+            order.samplePrepared(index / feed.batchSize); // its batch must not wait for it
+            return new Record(new NDList(), new NDList());
+        }
+
         @Override
         protected long availableSize() {
             return Long.MAX_VALUE; // a stream: as many as arrive
@@ -554,12 +629,30 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         static final class Builder extends RandomAccessDataset.BaseBuilder<Builder> {
             Builder(int prefetch) {
                 optPrefetchNumber(prefetch);
+                optDataBatchifier(new LeavingOut());
+                optLabelBatchifier(new LeavingOut());
             }
 
             @Override
             protected Builder self() {
                 return this;
             }
+        }
+    }
+
+    /** DJL's stacking batchifier over the records of samples not left out (empty ones). */
+    static final class LeavingOut implements Batchifier {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public NDList batchify(NDList[] inputs) {
+            NDList[] kept = Arrays.stream(inputs).filter(l -> !l.isEmpty()).toArray(NDList[]::new);
+            return kept.length == 0 ? new NDList() : Batchifier.STACK.batchify(kept);
+        }
+
+        @Override
+        public NDList[] unbatchify(NDList inputs) {
+            return Batchifier.STACK.unbatchify(inputs);
         }
     }
 }

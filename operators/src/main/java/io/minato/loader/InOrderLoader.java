@@ -34,6 +34,11 @@ import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
  * <p>Run it at parallelism 1 (the batch numbering is global, as in one {@code DataLoader}); its
  * parallelism is the W worker threads. Nothing in flight is checkpointed: the barrier waits until
  * every dispatched batch is emitted, and the state is the partial batch plus the batch counter.
+ *
+ * <p>Under {@code --on-bad-sample skip} a sample that meets bad input is left out of its batch and
+ * its source quarantined for the rest of the run ({@link Quarantine}, operator state like the
+ * minato workers'): the batch goes out without it, one sample short (a batch left with none is not
+ * emitted; the next keeps its number), as a {@code DataLoader} whose collate drops failed samples.
  */
 public class InOrderLoader extends AbstractStreamOperator<Batch>
         implements OneInputStreamOperator<SampleTask, Batch>, BoundedOneInput {
@@ -49,6 +54,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     private final int devices;
     private final int workers;
     private final int prefetchFactor;
+    private final boolean skipBadSamples;
 
     /** One single-thread executor per worker: its queue is DataLoader's per-worker index queue. */
     private transient ExecutorService[] pool;
@@ -57,6 +63,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     private transient List<SampleTask> grouping;
     private transient long nextBatch;
     private transient GlobalBatchState state;
+    private transient Quarantine quarantine;
 
     private transient Counter batches;
     private transient Counter samplesDropped;
@@ -78,6 +85,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         this.devices = b.devices;
         this.workers = b.workers;
         this.prefetchFactor = b.prefetchFactor;
+        this.skipBadSamples = b.skipBadSamples;
     }
 
     public static Builder builder() {
@@ -90,6 +98,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         state = new GlobalBatchState(context, "grouping");
         grouping = new ArrayList<>(state.restoredTasks());
         nextBatch = state.restoredNextBatch();
+        quarantine = Quarantine.of(context);
     }
 
     @Override
@@ -118,6 +127,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         CacheMetrics.register(getRuntimeContext(), metrics, workload);
         prepTimes = PrepTimes.register(getRuntimeContext(), metrics);
         usage = TaskManagerUsage.open(getRuntimeContext(), metrics);
+        quarantine.open(getRuntimeContext());
         order =
                 new InOrderBatches(
                         batchSize,
@@ -177,6 +187,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                     "snapshot with " + inFlight.size() + " batches in flight; no barrier drain");
         }
         state.update(grouping, nextBatch);
+        quarantine.snapshot();
     }
 
     @Override
@@ -186,8 +197,10 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         }
         AccumulatorFiles.write(
                 getRuntimeContext(),
-                PrepTimes.with(
-                        TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES))));
+                Quarantine.with(
+                        PrepTimes.with(
+                                TaskManagerUsage.with(
+                                        Receivers.withSentAsBytes(CacheMetrics.NAMES)))));
         if (order != null) {
             order.close();
         }
@@ -245,12 +258,18 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         outstanding = inFlight.size();
         long k = head.number();
         order.handedOut(k);
+        if (samples.isEmpty()) {
+            return; // every sample of it was left out
+        }
         output.collect(
                 new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples, trainers)));
         batches.inc();
     }
 
-    /** A worker's job: the B samples of batch {@code k}, one after the other. */
+    /**
+     * A worker's job: the B samples of batch {@code k}, one after the other, less those left out
+     * under skip.
+     */
     private List<PreparedSample> prepare(long k, List<SampleTask> tasks)
             throws BadInputException, InterruptedException {
         List<PreparedSample> out = new ArrayList<>(tasks.size());
@@ -258,12 +277,37 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
             if (Thread.interrupted()) {
                 throw new InterruptedException("in-order loader closed");
             }
-            PrepTimes.Mark mark = PrepTimes.mark();
-            out.add(prepareSample(task));
-            prepTimes.add(mark);
+            PreparedSample sample = prepareOrSkip(task);
+            if (sample != null) {
+                out.add(sample);
+            }
+            // A sample left out is done too: its batch must not wait for it.
             order.samplePrepared(k);
         }
         return out;
+    }
+
+    /**
+     * The sample, or null when it is left out: its source is quarantined, or (under skip) it meets
+     * bad input now and quarantines its source.
+     */
+    private PreparedSample prepareOrSkip(SampleTask task) throws BadInputException {
+        if (quarantine.holds(task)) {
+            quarantine.skip();
+            return null;
+        }
+        PrepTimes.Mark mark = PrepTimes.mark();
+        try {
+            return prepareSample(task);
+        } catch (BadInputException bad) {
+            if (!skipBadSamples) {
+                throw bad;
+            }
+            quarantine.add(task, bad);
+            return null;
+        } finally {
+            prepTimes.add(mark);
+        }
     }
 
     /** One sample, the whole chain on the calling worker; no slow path in this loader. */
@@ -314,6 +358,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         private int devices;
         private int workers;
         private int prefetchFactor = DEFAULT_PREFETCH_FACTOR;
+        private boolean skipBadSamples;
 
         private Builder() {}
 
@@ -344,6 +389,15 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         /** Batches dispatched ahead per worker; {@value #DEFAULT_PREFETCH_FACTOR} by default. */
         public Builder optPrefetchFactor(int prefetchFactor) {
             this.prefetchFactor = positive("prefetch factor", prefetchFactor);
+            return this;
+        }
+
+        /**
+         * Whether a sample that meets bad input during the run is left out and its source
+         * quarantined ({@code --on-bad-sample skip}) instead of failing the job; off by default.
+         */
+        public Builder optSkipBadSamples(boolean skip) {
+            this.skipBadSamples = skip;
             return this;
         }
 

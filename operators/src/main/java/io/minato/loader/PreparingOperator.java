@@ -10,15 +10,10 @@ import io.minato.spi.Workload;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import org.apache.flink.api.common.accumulators.ListAccumulator;
 import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
-import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 import org.apache.flink.runtime.operators.coordination.OperatorEventHandler;
@@ -28,8 +23,6 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * What the fast and the slow workers share: the workload, the deal to devices, a share of the
@@ -45,9 +38,8 @@ import org.slf4j.LoggerFactory;
  * <p>Under {@link #skippingBadSamples} a sample whose preparation meets bad input (a file truncated
  * or replaced since the run checked it, pixels that do not decode) is quarantined instead of
  * failing the job: left out, and with it every later sample of the same source that this worker is
- * given, for the rest of the run. What was quarantined is operator state (union: after a restore
- * every worker knows every quarantined source), as is the count of samples left out (split: summed
- * over the workers, each counted once), so that a restore neither trains a quarantined sample nor
+ * given, for the rest of the run. What was quarantined, and how many samples were left out, is
+ * operator state ({@link Quarantine}), so that a restore neither trains a quarantined sample nor
  * counts one twice; the accumulators {@link #QUARANTINED} and {@link #SAMPLES_SKIPPED} carry them
  * to the report.
  *
@@ -70,12 +62,10 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
      * Accumulator: the sources quarantined during the run, each {@code file + '\0' + reason}
      * (repeated by every worker that knows it).
      */
-    public static final String QUARANTINED = "quarantinedDuringRun";
+    public static final String QUARANTINED = Quarantine.QUARANTINED;
 
     /** Accumulator: samples left out during the run because their source was quarantined. */
-    public static final String SAMPLES_SKIPPED = "samplesSkipped";
-
-    private static final Logger LOG = LoggerFactory.getLogger(PreparingOperator.class);
+    public static final String SAMPLES_SKIPPED = Quarantine.SAMPLES_SKIPPED;
 
     protected final Workload<?> workload;
     private final int devices;
@@ -95,15 +85,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private transient PrepTimes prepTimes;
     private transient LongCounter pacedBlind;
     private transient TaskManagerUsage.Share usage;
-    private transient ListState<Tuple3<Integer, String, String>> quarantineState;
-    private transient ListState<Long> skippedState;
-
-    /** Quarantined sources: sample index to (file, reason). */
-    private transient Map<Integer, Tuple3<Integer, String, String>> quarantined;
-
-    private transient long skipped;
-    private transient ListAccumulator<String> quarantinedAccumulator;
-    private transient LongCounter skippedAccumulator;
+    private transient Quarantine quarantine;
 
     /**
      * @param devices how many devices' batchers the samples are dealt to
@@ -129,25 +111,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
-        quarantineState =
-                context.getOperatorStateStore()
-                        .getUnionListState(
-                                new ListStateDescriptor<>(
-                                        "quarantine",
-                                        Types.TUPLE(Types.INT, Types.STRING, Types.STRING)));
-        skippedState =
-                context.getOperatorStateStore()
-                        .getListState(new ListStateDescriptor<>("skipped", Types.LONG));
-        quarantined = new TreeMap<>();
-        skipped = 0;
-        if (context.isRestored()) {
-            for (Tuple3<Integer, String, String> q : quarantineState.get()) {
-                quarantined.putIfAbsent(q.f0, q);
-            }
-            for (Long n : skippedState.get()) {
-                skipped += n;
-            }
-        }
+        quarantine = Quarantine.of(context);
         waitingState =
                 context.getOperatorStateStore()
                         .getListState(
@@ -170,13 +134,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
                 Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER, devices)
                         .counted(getRuntimeContext());
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
-        quarantinedAccumulator = new ListAccumulator<>();
-        skippedAccumulator = new LongCounter(skipped);
-        getRuntimeContext().addAccumulator(QUARANTINED, quarantinedAccumulator);
-        getRuntimeContext().addAccumulator(SAMPLES_SKIPPED, skippedAccumulator);
-        for (Tuple3<Integer, String, String> q : quarantined.values()) {
-            quarantinedAccumulator.add(q.f1 + '\0' + q.f2);
-        }
+        quarantine.open(getRuntimeContext());
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
         usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
         if (scheduled) {
@@ -220,8 +178,8 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
      * fails the job, or, when skipping, quarantines the source.
      */
     private void guarded(SampleTask task, Preparation preparation) throws Exception {
-        if (quarantined.containsKey(task.caseIndex())) {
-            skip();
+        if (quarantine.holds(task)) {
+            quarantine.skip();
             return;
         }
         try {
@@ -236,25 +194,8 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
             if (!skipBadSamples) {
                 throw bad;
             }
-            quarantine(task, bad);
+            quarantine.add(task, bad);
         }
-    }
-
-    private void quarantine(SampleTask task, BadInputException bad) {
-        LOG.warn(
-                "quarantined for the rest of the run (--on-bad-sample skip), from epoch {}: {}",
-                task.epoch(),
-                bad.getMessage());
-        Tuple3<Integer, String, String> q =
-                Tuple3.of(task.caseIndex(), bad.file().toString(), bad.problem());
-        quarantined.put(task.caseIndex(), q);
-        quarantinedAccumulator.add(q.f1 + '\0' + q.f2);
-        skip();
-    }
-
-    private void skip() {
-        skipped++;
-        skippedAccumulator.add(1L);
     }
 
     /**
@@ -339,19 +280,18 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         waitingState.update(waiting == null ? List.of() : List.of(waiting));
-        quarantineState.update(new ArrayList<>(quarantined.values()));
-        skippedState.update(List.of(skipped));
+        quarantine.snapshot();
     }
 
     /** The accumulators this worker registers (written for a detached job at close). */
     String[] accumulatorNames() {
         String[] names =
-                PrepTimes.with(
-                        TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
-        String[] all = Arrays.copyOf(names, names.length + 3);
+                Quarantine.with(
+                        PrepTimes.with(
+                                TaskManagerUsage.with(
+                                        Receivers.withSentAsBytes(CacheMetrics.NAMES))));
+        String[] all = Arrays.copyOf(names, names.length + 1);
         all[names.length] = PACED_BLIND;
-        all[names.length + 1] = QUARANTINED;
-        all[names.length + 2] = SAMPLES_SKIPPED;
         return all;
     }
 
