@@ -82,12 +82,15 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private final WorkerScheduler.Kind kind;
     private final boolean scheduled;
     private boolean skipBadSamples;
+    private int pieceBytes = SampleChunks.MAX_BYTES;
 
     private transient MailboxExecutor mailbox;
     private transient WorkerScheduler scheduler;
     private transient WorkerScheduler.Registration registration;
     private transient SampleHandoff.Reservation handoff;
     private transient Receivers batchers;
+    private transient SampleChunks chunks;
+    private transient LongCounter sentInPieces;
     private transient DeviceDealer dealer;
     private transient ListState<SampleTask> waitingState;
     private transient SampleTask waiting;
@@ -124,6 +127,18 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
      */
     final void skipBadSamples(boolean skip) {
         this.skipBadSamples = skip;
+    }
+
+    /**
+     * Sends a sample that travels with its bytes in pieces of at most {@code maxBytes} of its patch
+     * when it has more ({@link SampleChunks#MAX_BYTES} unless told; tests, whose samples are small,
+     * give less).
+     */
+    final void sendInPiecesOf(int maxBytes) {
+        if (maxBytes < 1) {
+            throw new IllegalArgumentException("piece bytes must be >= 1: " + maxBytes);
+        }
+        this.pieceBytes = maxBytes;
     }
 
     @Override
@@ -169,6 +184,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         batchers =
                 Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER, devices)
                         .counted(getRuntimeContext());
+        chunks = new SampleChunks(pieceBytes);
+        sentInPieces = new LongCounter();
+        getRuntimeContext().addAccumulator(SampleChunks.SENT_IN_PIECES, sentInPieces);
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         quarantinedAccumulator = new ListAccumulator<>();
         skippedAccumulator = new LongCounter(skipped);
@@ -286,10 +304,19 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /**
      * Emits a finished sample to its device's batcher: through the handoff when that batcher runs
-     * in this TaskManager, else with its bytes.
+     * in this TaskManager, else with its bytes, in pieces when its patch is larger than a record
+     * should be ({@link SampleChunks}).
      */
     final void emit(PreparedSample sample) {
-        output.collect(new StreamRecord<>(batchers.route(sample)));
+        PreparedSample routed = batchers.route(sample);
+        if (routed.handOff() || !chunks.inPieces(routed)) {
+            output.collect(new StreamRecord<>(routed));
+            return;
+        }
+        for (PreparedSample piece : chunks.pieces(routed)) {
+            output.collect(new StreamRecord<>(piece));
+        }
+        sentInPieces.add(1L);
     }
 
     /**
@@ -348,10 +375,11 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         String[] names =
                 PrepTimes.with(
                         TaskManagerUsage.with(Receivers.withSentAsBytes(CacheMetrics.NAMES)));
-        String[] all = Arrays.copyOf(names, names.length + 3);
+        String[] all = Arrays.copyOf(names, names.length + 4);
         all[names.length] = PACED_BLIND;
         all[names.length + 1] = QUARANTINED;
         all[names.length + 2] = SAMPLES_SKIPPED;
+        all[names.length + 3] = SampleChunks.SENT_IN_PIECES;
         return all;
     }
 
