@@ -6,6 +6,7 @@ import io.minato.loader.DeviceKeys;
 import io.minato.loader.DeviceOf;
 import io.minato.loader.DjlLoader;
 import io.minato.loader.InOrderLoader;
+import io.minato.loader.SampleChunks;
 import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
 import io.minato.loader.TimeoutPolicy;
@@ -167,6 +168,7 @@ public final class LoaderJob {
     private final Settings settings;
     private final TrainerSink sink;
     private final TrainingSlots trainingSlots;
+    private int pieceBytes = SampleChunks.MAX_BYTES;
 
     public LoaderJob(Settings settings, TrainerSink sink) {
         this(settings, sink, TrainingSlots.SHARED);
@@ -179,6 +181,19 @@ public final class LoaderJob {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.sink = Objects.requireNonNull(sink, "sink");
         this.trainingSlots = Objects.requireNonNull(trainingSlots, "trainingSlots");
+    }
+
+    /**
+     * This job, its workers sending a sample that crosses to another TaskManager in pieces of at
+     * most {@code maxBytes} of its patch ({@link SampleChunks#MAX_BYTES} unless told): for tests,
+     * whose samples are far smaller than a real one.
+     */
+    LoaderJob sendingPiecesOf(int maxBytes) {
+        if (maxBytes < 1) {
+            throw new IllegalArgumentException("piece bytes must be >= 1: " + maxBytes);
+        }
+        this.pieceBytes = maxBytes;
+        return this;
     }
 
     /** Builds a job from code: {@code set*} required, {@code opt*} optional. */
@@ -401,7 +416,8 @@ public final class LoaderJob {
                                                         s.devices(),
                                                         s.slowWorkers(),
                                                         s.scheduled())
-                                                .skippingBadSamples(s.skipBadSamples())))
+                                                .skippingBadSamples(s.skipBadSamples())
+                                                .sendingPiecesOf(pieceBytes)))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -415,7 +431,8 @@ public final class LoaderJob {
                                 SampleTypes.PREPARED_SAMPLE,
                                 paced(
                                         new SlowPath(s.workload(), s.devices(), s.scheduled())
-                                                .skippingBadSamples(s.skipBadSamples())))
+                                                .skippingBadSamples(s.skipBadSamples())
+                                                .sendingPiecesOf(pieceBytes)))
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);

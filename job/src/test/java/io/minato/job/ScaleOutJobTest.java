@@ -11,6 +11,7 @@ import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CaseTable;
 import io.minato.loader.Receivers;
+import io.minato.loader.SampleChunks;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
@@ -56,6 +57,13 @@ class ScaleOutJobTest {
     private static final int DEVICES = 2;
     private static final int BATCH = 2;
     private static final long SEED = 13;
+
+    /**
+     * A piece's bytes in the tests of samples in pieces: a 16^3 patch here is 20 KiB, so 11 pieces
+     * (a real patch-128 sample goes in 3 pieces of {@link SampleChunks#MAX_BYTES}); that many make
+     * a checkpoint between a sample's pieces likely.
+     */
+    private static final int PIECE_BYTES = 2 * 1024;
 
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
@@ -133,6 +141,54 @@ class ScaleOutJobTest {
     }
 
     /**
+     * Samples that cross to another TaskManager go in pieces (the limit lowered to the tests' small
+     * patches): every (epoch, index) trained once, none prepared again.
+     */
+    @Test
+    void shouldTrainEverySampleOnceWithSamplesCrossingInPieces() throws Exception {
+        int epochs = 4;
+        JobExecutionResult result =
+                run(
+                        LoaderJob.Loader.minato,
+                        DEVICES,
+                        2,
+                        epochs,
+                        true,
+                        new SimulatedAccelerator.Factory(2),
+                        "auto",
+                        PIECE_BYTES);
+        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+        assertThat((Long) result.getAccumulatorResult(TrainerSink.PREPARED_AGAIN)).isZero();
+        assertThat((Long) result.getAccumulatorResult(SampleChunks.SENT_IN_PIECES))
+                .as("samples sent in pieces")
+                .isPositive();
+    }
+
+    /**
+     * Samples in pieces across a failure: a checkpoint may fall between a sample's pieces, and
+     * every (epoch, index) is still trained exactly once.
+     */
+    @Test
+    void shouldTrainEverySampleExactlyOnceAcrossAFailureWithSamplesInPieces() throws Exception {
+        FAILED.set(false);
+        SNAPSHOTS.set(0);
+        // Twice the epochs of the test above: pieces of 2 KiB slow the start, and on two busy
+        // cores the run could end before the trainer saw two checkpoints.
+        int epochs = 24;
+        run(
+                LoaderJob.Loader.minato,
+                DEVICES,
+                2,
+                epochs,
+                false,
+                new FailOnceAfterCheckpoints(),
+                "0.5",
+                PIECE_BYTES);
+        assertThat(FAILED).as("the fault was injected").isTrue();
+        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+    }
+
+    /**
      * With one device, workers fill slots of TaskManagers that hold no trainer. Their worker
      * schedulers still pace them by the device's queue, which the trainer reports through the job's
      * coordinators: no worker is paced blind, and every sample is trained once.
@@ -172,7 +228,6 @@ class ScaleOutJobTest {
         return run(loader, DEVICES, 2, epochs, scheduled, accelerator, timeout);
     }
 
-    /** A run of {@code workers} fast and as many slow workers in front of {@code devices}. */
     private JobExecutionResult run(
             LoaderJob.Loader loader,
             int devices,
@@ -181,6 +236,31 @@ class ScaleOutJobTest {
             boolean scheduled,
             AcceleratorFactory accelerator,
             String timeout)
+            throws Exception {
+        return run(
+                loader,
+                devices,
+                workers,
+                epochs,
+                scheduled,
+                accelerator,
+                timeout,
+                SampleChunks.MAX_BYTES);
+    }
+
+    /**
+     * A run of {@code workers} fast and as many slow workers in front of {@code devices}, samples
+     * that cross TaskManagers going in pieces of {@code pieceBytes}.
+     */
+    private JobExecutionResult run(
+            LoaderJob.Loader loader,
+            int devices,
+            int workers,
+            int epochs,
+            boolean scheduled,
+            AcceleratorFactory accelerator,
+            String timeout,
+            int pieceBytes)
             throws Exception {
         Workload<?> workload =
                 new CaseTable(train, CaseCache.disabled())
@@ -208,7 +288,9 @@ class ScaleOutJobTest {
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
-        new LoaderJob(settings, sink, LoaderJob.TrainingSlots.APART).build(env);
+        new LoaderJob(settings, sink, LoaderJob.TrainingSlots.APART)
+                .sendingPiecesOf(pieceBytes)
+                .build(env);
         JobExecutionResult result = env.execute("ScaleOutJobTest " + loader);
         TraceFiles.merge(run, run.resolve("trace.csv"));
         return result;

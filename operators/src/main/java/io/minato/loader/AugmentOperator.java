@@ -87,6 +87,16 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     }
 
     /**
+     * This worker, sending a sample that crosses to another TaskManager in pieces of at most {@code
+     * maxBytes} of its patch ({@link SampleChunks#MAX_BYTES} unless told; tests, whose samples are
+     * small, give less).
+     */
+    public AugmentOperator sendingPiecesOf(int maxBytes) {
+        sendInPiecesOf(maxBytes);
+        return this;
+    }
+
+    /**
      * The slow workers this fast worker's {@link #SLOW} output may reach over a pointwise edge of
      * {@code fast} to {@code slow} subtasks: its own index when both are as wide, else its share of
      * the other side, widened by one on each side (Flink rounds the shares; a superset only means a

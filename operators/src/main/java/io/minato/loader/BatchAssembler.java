@@ -3,9 +3,12 @@ package io.minato.loader;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
+import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -37,6 +40,14 @@ import org.apache.flink.streaming.runtime.tasks.StreamTask;
  * memory and are written to keyed state in {@link #snapshotState}, which Flink runs before it
  * snapshots the keyed backend; a restore reads them back. (A KeyedProcessFunction has no such hook,
  * hence an operator.)
+ *
+ * <p>A large sample from another TaskManager comes in pieces ({@link SampleChunks}), in order
+ * through one channel; once the last is there, the sample arrives as a whole one would. A
+ * checkpoint taken between its pieces keeps it as an identity among the pending samples (the
+ * trainer prepares it again after a restore) and its task among the key's dropped ones; the live
+ * assembly goes on. After a restore, the rest of its pieces (replayed from the unaligned
+ * checkpoint's channel state) are dropped until its last one has passed, and the set of dropped
+ * tasks is in every checkpoint until then, for a second restore may replay them again.
  */
 public class BatchAssembler extends AbstractStreamOperator<Batch>
         implements OneInputStreamOperator<PreparedSample, Batch>, BoundedOneInput {
@@ -47,7 +58,10 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
 
     private transient Map<Integer, List<PreparedSample>> pending;
     private transient Map<Integer, Long> nextSequence;
+    private transient Map<SampleTask, SampleChunks.Assembly> assembling;
+    private transient Map<SampleTask, Integer> dropping;
     private transient ListState<PreparedSample> pendingState;
+    private transient ListState<SampleTask> droppingState;
     private transient ValueState<Long> sequenceState;
     private transient SampleHandoff.Registration receiving;
 
@@ -70,8 +84,15 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
         sequenceState =
                 context.getKeyedStateStore()
                         .getState(new ValueStateDescriptor<>("nextSequence", Types.LONG));
+        droppingState =
+                context.getKeyedStateStore()
+                        .getListState(
+                                new ListStateDescriptor<>(
+                                        "droppingPieces", SampleTypes.SAMPLE_TASK));
         pending = new HashMap<>();
         nextSequence = new HashMap<>();
+        assembling = new LinkedHashMap<>();
+        dropping = new HashMap<>();
         // What a failed attempt parked has no taker now.
         SampleHandoff.jvm()
                 .startedAfter(
@@ -88,6 +109,9 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
             Long sequence = sequenceState.value();
             if (sequence != null) {
                 nextSequence.put(key, sequence);
+            }
+            for (SampleTask task : droppingState.get()) {
+                dropping.put(task, key);
             }
         }
     }
@@ -116,21 +140,66 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
     }
 
     @Override
-    public void processElement(StreamRecord<PreparedSample> record) {
+    public void processElement(StreamRecord<PreparedSample> record) throws IOException {
         int key = (Integer) getCurrentKey();
+        PreparedSample sample = record.getValue();
+        if (sample.piece() == null) {
+            arrived(key, sample);
+            return;
+        }
+        SampleTask task = sample.task();
+        if (dropping.containsKey(task)) {
+            // A piece of a sample the restored checkpoint keeps as an identity.
+            if (sample.piece().last()) {
+                dropping.remove(task);
+            }
+            return;
+        }
+        SampleChunks.Assembly assembly = assembling.get(task);
+        if (assembly == null) {
+            assembly = new SampleChunks.Assembly(key, sample);
+            if (!assembly.complete()) {
+                assembling.put(task, assembly);
+                return;
+            }
+        } else if (!assembly.add(sample)) {
+            return;
+        }
+        assembling.remove(task);
+        arrived(key, assembly.sample());
+    }
+
+    /** A whole sample for device key {@code key}: into its batch, which goes out when full. */
+    private void arrived(int key, PreparedSample sample) {
         List<PreparedSample> samples =
                 pending.computeIfAbsent(key, k -> new ArrayList<>(batchSize));
-        samples.add(record.getValue());
-        if (samples.size() == batchSize) {
+        samples.add(sample);
+        // More than a batch only after a restore kept partial samples among the pending ones.
+        while (samples.size() >= batchSize) {
+            List<PreparedSample> batch = new ArrayList<>(samples.subList(0, batchSize));
+            samples.subList(0, batchSize).clear();
+            emit(key, batch);
+        }
+        if (samples.isEmpty()) {
             pending.remove(key);
-            emit(key, samples);
         }
     }
 
     @Override
     public void endInput() {
+        if (!assembling.isEmpty()) {
+            throw new IllegalStateException(
+                    "the input ended with samples missing some of their pieces: "
+                            + assembling.keySet());
+        }
         for (var partial : new TreeMap<>(pending).entrySet()) {
-            emit(partial.getKey(), partial.getValue());
+            List<PreparedSample> samples = partial.getValue();
+            for (int from = 0; from < samples.size(); from += batchSize) {
+                emit(
+                        partial.getKey(),
+                        new ArrayList<>(
+                                samples.subList(from, Math.min(samples.size(), from + batchSize))));
+            }
         }
         pending.clear();
     }
@@ -146,12 +215,23 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
         super.snapshotState(context);
         for (int key : ownedKeys()) {
             setCurrentKey(key);
-            List<PreparedSample> samples = pending.get(key);
-            if (samples == null) {
-                pendingState.clear();
-            } else {
-                pendingState.update(samples);
+            List<PreparedSample> samples = new ArrayList<>(pending.getOrDefault(key, List.of()));
+            List<SampleTask> dropped = new ArrayList<>();
+            for (var e : dropping.entrySet()) {
+                if (e.getValue() == key) {
+                    dropped.add(e.getKey());
+                }
             }
+            // A sample with some of its pieces: pending as an identity, the rest of its pieces
+            // dropped after a restore.
+            for (SampleChunks.Assembly partial : assembling.values()) {
+                if (partial.key() == key) {
+                    samples.add(partial.identity());
+                    dropped.add(partial.identity().task());
+                }
+            }
+            pendingState.update(samples);
+            droppingState.update(dropped);
             Long sequence = nextSequence.get(key);
             if (sequence != null) {
                 sequenceState.update(sequence);

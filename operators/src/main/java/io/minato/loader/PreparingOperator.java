@@ -72,12 +72,15 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private final WorkerScheduler.Kind kind;
     private final boolean scheduled;
     private boolean skipBadSamples;
+    private int pieceBytes = SampleChunks.MAX_BYTES;
 
     private transient MailboxExecutor mailbox;
     private transient WorkerScheduler scheduler;
     private transient WorkerScheduler.Registration registration;
     private transient SampleHandoff.Reservation handoff;
     private transient Receivers batchers;
+    private transient SampleChunks chunks;
+    private transient LongCounter sentInPieces;
     private transient DeviceDealer dealer;
     private transient ListState<SampleTask> waitingState;
     private transient SampleTask waiting;
@@ -108,6 +111,18 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         this.skipBadSamples = skip;
     }
 
+    /**
+     * Sends a sample that travels with its bytes in pieces of at most {@code maxBytes} of its patch
+     * when it has more ({@link SampleChunks#MAX_BYTES} unless told; tests, whose samples are small,
+     * give less).
+     */
+    final void sendInPiecesOf(int maxBytes) {
+        if (maxBytes < 1) {
+            throw new IllegalArgumentException("piece bytes must be >= 1: " + maxBytes);
+        }
+        this.pieceBytes = maxBytes;
+    }
+
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
@@ -133,6 +148,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         batchers =
                 Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER, devices)
                         .counted(getRuntimeContext());
+        chunks = new SampleChunks(pieceBytes);
+        sentInPieces = new LongCounter();
+        getRuntimeContext().addAccumulator(SampleChunks.SENT_IN_PIECES, sentInPieces);
         CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
         quarantine.open(getRuntimeContext());
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
@@ -227,10 +245,19 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     /**
      * Emits a finished sample to its device's batcher: through the handoff when that batcher runs
-     * in this TaskManager, else with its bytes.
+     * in this TaskManager, else with its bytes, in pieces when its patch is larger than a record
+     * should be ({@link SampleChunks}).
      */
     final void emit(PreparedSample sample) {
-        output.collect(new StreamRecord<>(batchers.route(sample)));
+        PreparedSample routed = batchers.route(sample);
+        if (routed.handOff() || !chunks.inPieces(routed)) {
+            output.collect(new StreamRecord<>(routed));
+            return;
+        }
+        for (PreparedSample piece : chunks.pieces(routed)) {
+            output.collect(new StreamRecord<>(piece));
+        }
+        sentInPieces.add(1L);
     }
 
     /**
@@ -290,8 +317,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
                         PrepTimes.with(
                                 TaskManagerUsage.with(
                                         Receivers.withSentAsBytes(CacheMetrics.NAMES))));
-        String[] all = Arrays.copyOf(names, names.length + 1);
+        String[] all = Arrays.copyOf(names, names.length + 2);
         all[names.length] = PACED_BLIND;
+        all[names.length + 1] = SampleChunks.SENT_IN_PIECES;
         return all;
     }
 

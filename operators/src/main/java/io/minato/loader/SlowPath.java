@@ -50,6 +50,16 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
         return this;
     }
 
+    /**
+     * This worker, sending a sample that crosses to another TaskManager in pieces of at most {@code
+     * maxBytes} of its patch ({@link SampleChunks#MAX_BYTES} unless told; tests, whose samples are
+     * small, give less).
+     */
+    public SlowPath sendingPiecesOf(int maxBytes) {
+        sendInPiecesOf(maxBytes);
+        return this;
+    }
+
     @Override
     public void open() throws Exception {
         finished = getMetricGroup().counter("samplesFinished");

@@ -6,6 +6,7 @@ import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.transform.Patch;
 import java.io.IOException;
+import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
@@ -14,7 +15,7 @@ import org.apache.flink.core.memory.DataOutputView;
 
 /**
  * Serializes a {@link PreparedSample} as it crosses an operator boundary: task, path, CPU
- * nanoseconds, device, then the patch in one of three forms, marked by a byte:
+ * nanoseconds, device, then the patch in one of four forms, marked by a byte:
  *
  * <ul>
  *   <li>{@code HANDED_OFF}: the patch was parked in this JVM's {@link SampleHandoff}; the receiver,
@@ -23,7 +24,10 @@ import org.apache.flink.core.memory.DataOutputView;
  *   <li>{@code INLINE}: the bytes follow (a receiver elsewhere, or the handoff was full);
  *   <li>{@code IDENTITY}: no bytes at all; the sample is a pure function of its task and is
  *       prepared again where it is needed ({@link PreparedSampleIdentitySerializer} writes only
- *       this form, for checkpoints).
+ *       this form, for checkpoints);
+ *   <li>{@code PIECE}: one {@link PreparedSample.Piece} of a large sample's serialized patch: its
+ *       index, the count of pieces, the length, then the raw bytes. The receiver puts the patch
+ *       together; a sample is sent so when one record would pass Flink's spilling threshold.
  * </ul>
  *
  * A handed-off sample whose patch is not found (a replay after a restore) is read as an identity:
@@ -41,6 +45,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
     static final int INLINE = 0;
     static final int HANDED_OFF = 1;
     static final int IDENTITY = 2;
+    static final int PIECE = 3;
 
     @Override
     public boolean isImmutableType() {
@@ -57,9 +62,15 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
                 PreparedSample.ANY_DEVICE);
     }
 
-    /** Copies the patch arrays; the record itself is immutable. */
+    /** Copies the patch arrays (or a piece's range of bytes); the record itself is immutable. */
     @Override
     public PreparedSample copy(PreparedSample from) {
+        PreparedSample.Piece p = from.piece();
+        if (p != null) {
+            byte[] bytes = Arrays.copyOfRange(p.bytes(), p.offset(), p.offset() + p.length());
+            return from.asPiece(
+                    new PreparedSample.Piece(p.index(), p.count(), bytes, 0, p.length()));
+        }
         return from.withPatch(from.patch() == null ? null : PATCH.copy(from.patch()));
     }
 
@@ -77,7 +88,14 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
     public void serialize(PreparedSample sample, DataOutputView out) throws IOException {
         writeHeader(sample, out);
         Patch patch = sample.patch();
-        if (patch == null) {
+        PreparedSample.Piece piece = sample.piece();
+        if (piece != null) {
+            out.writeByte(PIECE);
+            out.writeInt(piece.index());
+            out.writeInt(piece.count());
+            out.writeInt(piece.length());
+            out.write(piece.bytes(), piece.offset(), piece.length());
+        } else if (patch == null) {
             out.writeByte(IDENTITY);
         } else if (sample.handOff() && SampleHandoff.jvm().offer(sample.task(), patch)) {
             out.writeByte(HANDED_OFF);
@@ -87,7 +105,7 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         }
     }
 
-    /** The sample without its bytes: what a checkpoint keeps. */
+    /** The sample without its bytes (a piece as its whole sample): what a checkpoint keeps. */
     static void serializeIdentity(PreparedSample sample, DataOutputView out) throws IOException {
         writeHeader(sample, out);
         out.writeByte(IDENTITY);
@@ -107,6 +125,20 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         long prepCpuNanos = in.readLong();
         int device = in.readInt();
         int form = in.readUnsignedByte();
+        if (form == PIECE) {
+            int index = in.readInt();
+            int count = in.readInt();
+            byte[] bytes = new byte[pieceLength(in.readInt())];
+            in.readFully(bytes);
+            return new PreparedSample(
+                    task,
+                    path,
+                    prepCpuNanos,
+                    null,
+                    device,
+                    false,
+                    new PreparedSample.Piece(index, count, bytes, 0, bytes.length));
+        }
         Patch patch =
                 switch (form) {
                     case INLINE -> PATCH.deserialize(in);
@@ -132,7 +164,21 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
         out.writeByte(form);
         if (form == INLINE) {
             PATCH.copy(in, out);
+        } else if (form == PIECE) {
+            out.writeInt(in.readInt());
+            out.writeInt(in.readInt());
+            int length = pieceLength(in.readInt());
+            out.writeInt(length);
+            BulkIo.copy(in, out, length);
         }
+    }
+
+    /** A piece's length as read, failing on a corrupt one rather than allocating it. */
+    private static int pieceLength(int length) throws IOException {
+        if (length < 0) {
+            throw new IOException("corrupt sample piece of " + length + " bytes");
+        }
+        return length;
     }
 
     @Override

@@ -6,13 +6,14 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.transform.Shape3;
+import java.util.Arrays;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.junit.jupiter.api.Test;
 
 /**
- * The three forms a prepared sample crosses an operator boundary in: handed off in this JVM, inline
- * bytes, or identity only (checkpoints).
+ * The four forms a prepared sample crosses an operator boundary in: handed off in this JVM, inline
+ * bytes, identity only (checkpoints), or one piece of a large sample's bytes.
  */
 class PreparedSampleFormsTest {
     private static final Shape3 PATCH = Shape3.cube(32); // 160 KiB
@@ -76,6 +77,61 @@ class PreparedSampleFormsTest {
             assertThat(back.patch()).isNull();
             assertThat(back.path()).isEqualTo(SamplePath.FAST);
         }
+    }
+
+    /**
+     * A piece carries its range of the shared buffer, no more; it reads back as its own array, and
+     * Flink's {@code copy(in, out)} (used where records are copied as bytes) passes it through.
+     */
+    @Test
+    void shouldSendAPieceAsItsRangeOfBytesAndCopyItThroughAsBytes() throws Exception {
+        byte[] shared = new byte[1000];
+        for (int i = 0; i < shared.length; i++) {
+            shared[i] = (byte) (i * 31);
+        }
+        PreparedSample piece =
+                SampleFixtures.prepared(45, SamplePath.SLOW, PATCH)
+                        .withPatch(null)
+                        .asPiece(new PreparedSample.Piece(1, 3, shared, 400, 350));
+        byte[] written = write(PreparedSampleSerializer.INSTANCE, piece);
+        assertThat(written.length).isBetween(350, 350 + 64);
+
+        PreparedSample back = read(written);
+        assertThat(back.patch()).isNull();
+        assertThat(back.task()).isEqualTo(piece.task());
+        assertThat(back.path()).isEqualTo(SamplePath.SLOW);
+        assertThat(back.prepCpuNanos()).isEqualTo(piece.prepCpuNanos());
+        assertThat(back.device()).isEqualTo(piece.device());
+        assertThat(back.piece().index()).isEqualTo(1);
+        assertThat(back.piece().count()).isEqualTo(3);
+        assertThat(back.piece().last()).isFalse();
+        assertThat(range(back.piece())).isEqualTo(Arrays.copyOfRange(shared, 400, 750));
+
+        DataOutputSerializer copied = new DataOutputSerializer(16);
+        PreparedSampleSerializer.INSTANCE.copy(new DataInputDeserializer(written), copied);
+        assertThat(copied.getCopyOfBuffer()).isEqualTo(written);
+
+        PreparedSample copy = PreparedSampleSerializer.INSTANCE.copy(piece);
+        assertThat(copy.piece().bytes()).isNotSameAs(shared);
+        assertThat(range(copy.piece())).isEqualTo(Arrays.copyOfRange(shared, 400, 750));
+    }
+
+    @Test
+    void shouldCheckpointAPieceAsTheIdentityOfItsSampleWithoutItsBytes() throws Exception {
+        PreparedSample piece =
+                SampleFixtures.prepared(46, SamplePath.FAST, PATCH)
+                        .withPatch(null)
+                        .asPiece(new PreparedSample.Piece(0, 2, new byte[4096], 0, 4096));
+        byte[] identity = write(PreparedSampleIdentitySerializer.INSTANCE, piece);
+        assertThat(identity.length).isLessThan(64);
+        PreparedSample back = read(identity);
+        assertThat(back.piece()).isNull();
+        assertThat(back.patch()).isNull();
+        assertThat(back.task()).isEqualTo(piece.task());
+    }
+
+    private static byte[] range(PreparedSample.Piece p) {
+        return Arrays.copyOfRange(p.bytes(), p.offset(), p.offset() + p.length());
     }
 
     private static byte[] write(
