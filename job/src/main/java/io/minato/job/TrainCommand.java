@@ -535,7 +535,8 @@ public final class TrainCommand implements Callable<Integer> {
                         .optQueueDepth(queueDepth)
                         .optOutputDir(run.toAbsolutePath())
                         .optTraceDir(run.toAbsolutePath())
-                        .optRecipe(new SampleRecipe(workload));
+                        .optRecipe(new SampleRecipe(workload))
+                        .optSkipBadSamples(data.onBadSample == DataOptions.OnBadSample.skip);
         if (detached) {
             sinkBuilder.optOnRunEnd(
                     new DetachedReport(

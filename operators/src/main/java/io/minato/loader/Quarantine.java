@@ -28,15 +28,15 @@ import org.slf4j.LoggerFactory;
  * counts one twice. The accumulators {@link #QUARANTINED} and {@link #SAMPLES_SKIPPED} carry them
  * to the report. Safe to call from the operator's own threads (the in-order loaders' workers).
  */
-final class Quarantine {
+public final class Quarantine {
     /**
      * Accumulator: the sources quarantined during the run, each {@code file + '\0' + reason}
      * (repeated by every subtask that knows it).
      */
-    static final String QUARANTINED = "quarantinedDuringRun";
+    public static final String QUARANTINED = "quarantinedDuringRun";
 
     /** Accumulator: samples left out during the run because their source was quarantined. */
-    static final String SAMPLES_SKIPPED = "samplesSkipped";
+    public static final String SAMPLES_SKIPPED = "samplesSkipped";
 
     private static final Logger LOG = LoggerFactory.getLogger(Quarantine.class);
 
@@ -71,7 +71,7 @@ final class Quarantine {
     }
 
     /** {@code names} and this class's accumulators: what a loader writes for a detached job. */
-    static String[] with(String... names) {
+    public static String[] with(String... names) {
         String[] all = Arrays.copyOf(names, names.length + 2);
         all[names.length] = QUARANTINED;
         all[names.length + 1] = SAMPLES_SKIPPED;
@@ -79,7 +79,7 @@ final class Quarantine {
     }
 
     /** Registers the operator state, and reads it back after a restore. */
-    static Quarantine of(StateInitializationContext context) throws Exception {
+    public static Quarantine of(StateInitializationContext context) throws Exception {
         return new Quarantine(context);
     }
 
@@ -87,7 +87,7 @@ final class Quarantine {
      * Registers the accumulators (shared with an operator chained in the same task), starting from
      * what the restored state holds.
      */
-    synchronized void open(RuntimeContext context) {
+    public synchronized void open(RuntimeContext context) {
         listed = accumulator(context, QUARANTINED, new ListAccumulator<>());
         counted = accumulator(context, SAMPLES_SKIPPED, new LongCounter());
         counted.add(skipped);
@@ -108,12 +108,12 @@ final class Quarantine {
     }
 
     /** Whether the sample's source is quarantined. */
-    synchronized boolean holds(SampleTask task) {
+    public synchronized boolean holds(SampleTask task) {
         return bySource.containsKey(task.caseIndex());
     }
 
     /** Quarantines the sample's source, for {@code bad}, and leaves the sample out. */
-    synchronized void add(SampleTask task, BadInputException bad) {
+    public synchronized void add(SampleTask task, BadInputException bad) {
         LOG.warn(
                 "quarantined for the rest of the run (--on-bad-sample skip), from epoch {}: {}",
                 task.epoch(),
@@ -127,7 +127,7 @@ final class Quarantine {
     }
 
     /** Leaves one sample of a quarantined source out. */
-    synchronized void skip() {
+    public synchronized void skip() {
         skipped++;
         if (counted != null) {
             counted.add(1L);
@@ -140,7 +140,7 @@ final class Quarantine {
     }
 
     /** Writes both into the operator state, for a checkpoint. */
-    synchronized void snapshot() throws Exception {
+    public synchronized void snapshot() throws Exception {
         quarantineState.update(new ArrayList<>(bySource.values()));
         skippedState.update(List.of(skipped));
     }

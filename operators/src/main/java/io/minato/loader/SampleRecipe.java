@@ -3,8 +3,8 @@ package io.minato.loader;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.sample.SampleTask;
 import io.minato.spi.Workload;
-import io.minato.transform.Patch;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,8 +30,17 @@ public final class SampleRecipe implements Serializable {
 
     /** The batch with every sample's patch present; prepares those that arrived without. */
     public Batch materialize(Batch batch) throws BadInputException {
+        return materialize(batch, null);
+    }
+
+    /**
+     * The batch with every sample's patch present, prepared where it arrived without, leaving out
+     * those {@code leftOut} quarantines ({@code --on-bad-sample skip}); null: bad input throws.
+     */
+    public Batch materialize(Batch batch, LeftOut leftOut) throws BadInputException {
         List<PreparedSample> samples = batch.samples();
         List<PreparedSample> full = null;
+        boolean dropped = false;
         for (int i = 0; i < samples.size(); i++) {
             PreparedSample s = samples.get(i);
             if (s.patch() != null) {
@@ -40,10 +49,42 @@ public final class SampleRecipe implements Serializable {
             if (full == null) {
                 full = new ArrayList<>(samples);
             }
-            Patch patch = workload.prepare(s.task().key(), s.task().caseIndex());
-            full.set(i, s.withPatch(patch));
+            if (leftOut != null && leftOut.quarantined(s.task())) {
+                leftOut.skip();
+                full.set(i, null);
+                dropped = true;
+                continue;
+            }
+            try {
+                full.set(i, s.withPatch(workload.prepare(s.task().key(), s.task().caseIndex())));
+            } catch (BadInputException bad) {
+                if (leftOut == null) {
+                    throw bad;
+                }
+                leftOut.quarantine(s.task(), bad);
+                full.set(i, null);
+                dropped = true;
+            }
         }
-        return full == null ? batch : new Batch(batch.device(), batch.sequence(), full);
+        if (full == null) {
+            return batch;
+        }
+        if (dropped) {
+            full.removeIf(java.util.Objects::isNull);
+        }
+        return new Batch(batch.device(), batch.sequence(), full);
+    }
+
+    /** What a trainer that prepares samples again leaves out under {@code --on-bad-sample skip}. */
+    public interface LeftOut {
+        /** Whether the sample's source is quarantined already. */
+        boolean quarantined(SampleTask task);
+
+        /** Quarantines the sample's source for {@code bad}, and counts the sample as left out. */
+        void quarantine(SampleTask task, BadInputException bad);
+
+        /** Counts one more sample of a quarantined source as left out. */
+        void skip();
     }
 
     /** Samples of the batch that arrived without their patch. */

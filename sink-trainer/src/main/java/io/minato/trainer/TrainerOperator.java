@@ -1,12 +1,16 @@
 package io.minato.trainer;
 
+import io.minato.data.BadInputException;
 import io.minato.loader.AccumulatorFiles;
+import io.minato.loader.Quarantine;
 import io.minato.loader.Receivers;
+import io.minato.loader.SampleRecipe;
 import io.minato.loader.TaskManagerUsage;
 import io.minato.loader.pacing.QueueReport;
 import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
 import io.minato.sample.SampleHandoff;
+import io.minato.sample.SampleTask;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.net.URI;
 import java.nio.file.Path;
@@ -72,6 +76,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient OperatorEventGateway coordinator;
     private transient QueueReport reported;
     private transient TaskManagerUsage.Share usage;
+    private transient Quarantine quarantine;
 
     /** Savepoints under way, by checkpoint id. */
     private transient Map<Long, Savepoint> savepoints;
@@ -106,6 +111,27 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                         FlinkGpus.of(
                                 getRuntimeContext().getExternalResourceInfos(FlinkGpus.RESOURCE)),
                         mine);
+        if (sink.skipBadSamples()) {
+            Quarantine q = Quarantine.of(context);
+            quarantine = q;
+            writer.leaveOutBadSamples(
+                    new SampleRecipe.LeftOut() {
+                        @Override
+                        public boolean quarantined(SampleTask task) {
+                            return q.holds(task);
+                        }
+
+                        @Override
+                        public void quarantine(SampleTask task, BadInputException bad) {
+                            q.add(task, bad);
+                        }
+
+                        @Override
+                        public void skip() {
+                            q.skip();
+                        }
+                    });
+        }
     }
 
     @Override
@@ -129,6 +155,9 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
             bytes.add(SimpleVersionedSerialization.writeVersionAndSerialize(serializer, s));
         }
         state.update(bytes);
+        if (quarantine != null) {
+            quarantine.snapshot();
+        }
     }
 
     /**
@@ -205,6 +234,9 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
         preparedAgain = new LongCounter();
         getRuntimeContext().addAccumulator(TrainerSink.PREPARED_AGAIN, preparedAgain);
         usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
+        if (quarantine != null) {
+            quarantine.open(getRuntimeContext());
+        }
         if (coordinator != null) {
             // Workers in every TaskManager are paced by this queue (QueueCoordinator). While the
             // queue is full the task waits in write() and the timer with it: the queue is then
@@ -233,7 +265,8 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                     preparedAgain.add(writer.preparedAgain());
                     usage.close(true, Double.NaN);
                     AccumulatorFiles.write(
-                            getRuntimeContext(), TrainerSink.PREPARED_AGAIN, TaskManagerUsage.NAME);
+                            getRuntimeContext(),
+                            Quarantine.with(TrainerSink.PREPARED_AGAIN, TaskManagerUsage.NAME));
                 }
                 writer.close();
             }

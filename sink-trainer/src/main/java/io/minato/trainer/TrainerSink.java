@@ -50,6 +50,7 @@ public final class TrainerSink implements Serializable {
     private final String outputDir;
     private final String traceDir;
     private final RunEnd runEnd; // null: none
+    private final boolean skipBadSamples;
 
     /**
      * What to do once the run has ended: called with the output folder by the last device of a run
@@ -68,10 +69,16 @@ public final class TrainerSink implements Serializable {
         this.outputDir = b.outputDir == null ? null : b.outputDir.toString();
         this.traceDir = b.traceDir == null ? null : b.traceDir.toString();
         this.runEnd = b.runEnd;
+        this.skipBadSamples = b.skipBadSamples;
     }
 
     public static Builder builder() {
         return new Builder();
+    }
+
+    /** Whether a sample prepared again whose source went bad is left out (else it fails). */
+    boolean skipBadSamples() {
+        return skipBadSamples;
     }
 
     /** The run directory the trainers write into; null when not configured. */
@@ -179,6 +186,7 @@ public final class TrainerSink implements Serializable {
         private Path traceDir;
         private SampleRecipe recipe;
         private RunEnd runEnd;
+        private boolean skipBadSamples;
 
         private Builder() {}
 
@@ -217,6 +225,16 @@ public final class TrainerSink implements Serializable {
          */
         public Builder optRecipe(SampleRecipe recipe) {
             this.recipe = Objects.requireNonNull(recipe, "recipe");
+            return this;
+        }
+
+        /**
+         * {@code --on-bad-sample skip}: a sample the trainers prepare again (after a restore) whose
+         * source went bad meanwhile is left out and its source quarantined, as the workers do;
+         * default false, the job fails in one line.
+         */
+        public Builder optSkipBadSamples(boolean skip) {
+            this.skipBadSamples = skip;
             return this;
         }
 

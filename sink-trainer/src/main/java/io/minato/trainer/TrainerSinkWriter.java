@@ -86,6 +86,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private volatile DeviceCounters counters;
     private volatile int held;
     private final WorkerScheduler.Registration scheduling;
+    private volatile SampleRecipe.LeftOut leftOut;
     private final HeadOfLine headOfLine;
 
     private final Counter stepsMetric;
@@ -437,7 +438,15 @@ public final class TrainerSinkWriter implements AutoCloseable {
                             + " prepare them (TrainerSink.builder().optRecipe)");
         }
         preparedAgain.inc(missing);
-        return recipe.materialize(batch);
+        return recipe.materialize(batch, leftOut);
+    }
+
+    /**
+     * Under {@code --on-bad-sample skip}: a sample this trainer prepares again (after a restore)
+     * whose source went bad is left out and its source quarantined, as the workers do.
+     */
+    void leaveOutBadSamples(SampleRecipe.LeftOut quarantine) {
+        leftOut = quarantine;
     }
 
     /** The device's queue now, as it tells the job's worker schedulers. */
@@ -489,6 +498,28 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 // Preparing a sample again is the loader's work, not the device's: before the
                 // step's clock starts.
                 Batch full = materialized(batch);
+                if (full.samples().isEmpty()) {
+                    if (member != null) {
+                        throw new IOException(
+                                "device "
+                                        + device
+                                        + ": every sample of batch "
+                                        + batch.sequence()
+                                        + " was left out as bad input, and a replica cannot take"
+                                        + " a step without samples");
+                    }
+                    // Every sample of the batch was left out (--on-bad-sample skip): no step.
+                    lock.lock();
+                    try {
+                        queue.removeFirst();
+                        held = queue.size();
+                        stepRunning = false;
+                        changed.signalAll();
+                    } finally {
+                        lock.unlock();
+                    }
+                    continue;
+                }
                 long startMillis = System.currentTimeMillis();
                 long start = System.nanoTime();
                 // The next batch as queued now, for the accelerator to stage during this step.
@@ -498,7 +529,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 // Trace lines only for completed steps, before the step counts as done, so that a
                 // checkpoint's committed trace length covers exactly its steps.
                 if (trace != null) {
-                    trace.append(batch, step);
+                    trace.append(full, step);
                 }
 
                 lock.lock();
@@ -510,7 +541,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                                     : headOfLine.heldNanos(start) - heldAtLastStepEnd;
                     DeviceCounters before = counters;
                     DeviceCounters after =
-                            before.plusStep(batch, result, wait, heldBack, startMillis, endMillis);
+                            before.plusStep(full, result, wait, heldBack, startMillis, endMillis);
                     counters = after;
                     lastStepEndNanos = end;
                     heldAtLastStepEnd = headOfLine.heldNanos(end);
@@ -518,7 +549,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     stepsMetric.inc();
                     fastMetric.inc(after.fast() - before.fast());
                     slowMetric.inc(after.slow() - before.slow());
-                    samplesMetric.inc(batch.samples().size());
+                    samplesMetric.inc(full.samples().size());
                     queue.removeFirst();
                     held = queue.size();
                     stepRunning = false;
