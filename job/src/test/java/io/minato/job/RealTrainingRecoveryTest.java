@@ -76,7 +76,7 @@ class RealTrainingRecoveryTest {
             throws Exception {
         KitsLikeGenerator.builder().optCases(5).optScale(0.25).optSeed(9).build().generate(data);
         List<CaseFiles> train = Dataset.scan(data).split(1).train();
-        int epochs = 8;
+        int epochs = 16;
         LoaderJob.Settings settings =
                 new LoaderJob.Settings(
                         LoaderJob.Loader.minato,
@@ -137,7 +137,7 @@ class RealTrainingRecoveryTest {
         }
     }
 
-    /** The real trainer, failing once on a step after two checkpoints; counts restores. */
+    /** The real trainer, failing once on a step after three checkpoints; counts restores. */
     record FailOnceAfterCheckpoints(DjlAccelerator.Settings settings)
             implements AcceleratorFactory {
         @Override
@@ -146,13 +146,15 @@ class RealTrainingRecoveryTest {
             return new Accelerator() {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
-                    // After two checkpoints that hold a trained model.
-                    if (SNAPSHOTS.get() >= 2 * devices && FAILED.compareAndSet(false, true)) {
+                    // After three checkpoints' snapshots: the first two have completed by then
+                    // (after only two the fault once came before either had, and the restart
+                    // had no model to restore).
+                    if (SNAPSHOTS.get() >= 3 * devices && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
                     StepResult result = real.train(batch);
-                    if (SNAPSHOTS.get() < 2 * devices) {
-                        // Until then, steps slower than the checkpoint interval: these 16 steps
+                    if (SNAPSHOTS.get() < 3 * devices) {
+                        // Until then, steps slower than the checkpoint interval: these steps
                         // of a tiny model could otherwise all end before two checkpoints reach
                         // the trainers (seen in CI, and here with other builds on the cores),
                         // and the fault would never come. A snapshot waits for the step to end,
