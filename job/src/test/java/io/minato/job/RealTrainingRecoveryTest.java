@@ -155,7 +155,7 @@ class RealTrainingRecoveryTest {
                     StepResult result = real.train(batch);
                     if (SNAPSHOTS.get() < 3 * devices) {
                         // Until then, steps slower than the checkpoint interval: these steps
-                        // of a tiny model could otherwise all end before two checkpoints reach
+                        // of a tiny model could otherwise all end before three checkpoints reach
                         // the trainers (seen in CI, and here with other builds on the cores),
                         // and the fault would never come. A snapshot waits for the step to end,
                         // so the step cannot wait for it instead.
