@@ -92,9 +92,6 @@ public final class CaseTable implements SampleSet<Volume> {
      * Synchronized because the in-order loader's workers share one table; opening only maps.
      */
     public Volume volume(int caseIndex) throws BadInputException {
-        // A worker in a JVM whose locale cannot hold the names is told so in one line.
-        FileNames.of(images[caseIndex]);
-        FileNames.of(labels[caseIndex]);
         return opened(caseIndex).volume();
     }
 
@@ -110,6 +107,10 @@ public final class CaseTable implements SampleSet<Volume> {
         }
         Mapped m = open.get(caseIndex);
         if (m == null) {
+            // Once a mapping, not once a sample: a worker in a JVM whose locale cannot hold the
+            // names is told so in one line.
+            FileNames.of(images[caseIndex]);
+            FileNames.of(labels[caseIndex]);
             CaseFiles f = files(caseIndex);
             Mapped shared = mapped(f);
             m = shared.withVolume(shared.volume().withMemo(cache.memo(f, counters())));

@@ -1,14 +1,12 @@
 package io.minato.loader.pacing;
 
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
-import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 
 /**
  * The workers' coordinator: tells every worker subtask, wherever it runs, how the devices' queues
@@ -17,7 +15,7 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
  * DeviceQueues} every {@link #PERIOD_MILLIS} and tells the workers when the view changed, and a
  * worker that (re)starts at once.
  */
-public final class PacingCoordinator implements OperatorCoordinator {
+public final class PacingCoordinator extends StatelessCoordinator {
     /** How often the view is looked at: a few times within a worker scheduler's tick. */
     static final long PERIOD_MILLIS = 50;
 
@@ -68,23 +66,6 @@ public final class PacingCoordinator implements OperatorCoordinator {
         }
         gateways.clear();
     }
-
-    @Override
-    public void handleEventFromOperator(int subtask, int attempt, OperatorEvent event) {}
-
-    @Override
-    public void checkpointCoordinator(long checkpointId, CompletableFuture<byte[]> result) {
-        result.complete(new byte[0]);
-    }
-
-    @Override
-    public void notifyCheckpointComplete(long checkpointId) {}
-
-    @Override
-    public void resetToCheckpoint(long checkpointId, byte[] checkpointData) {}
-
-    @Override
-    public void subtaskReset(int subtask, long checkpointId) {}
 
     @Override
     public void executionAttemptFailed(int subtask, int attempt, Throwable reason) {
