@@ -93,6 +93,13 @@ final class ClusterProcesses {
         taskManager.addAll(ports);
         taskManager.addAll(Arrays.asList(resources.get(1).split("\\s+")));
         taskManager.addAll(List.of("-D", "taskmanager.resource-id=tm-" + k));
+        // The folder of its log (Flink adds tm_tm-K), not Flink's /tmp: any other cluster on the
+        // host with a tm-K (scripts/cluster, a second test run) wipes /tmp/tm_tm-K when its
+        // TaskManager starts.
+        taskManager.addAll(
+                List.of(
+                        "-D",
+                        "process.taskmanager.working-dir=" + log.toAbsolutePath().getParent()));
         taskManager.addAll(conf);
         return taskManager;
     }
