@@ -22,6 +22,7 @@ import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
+import io.minato.trainer.TrainingSettings;
 import io.minato.trainer.Unet3dNetwork;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
@@ -350,7 +351,7 @@ public final class TrainCommand implements Callable<Integer> {
         OptionalInt clusterSlots;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
-        DjlAccelerator.Settings optimizer = null;
+        TrainingSettings optimizer = null;
         try {
             // Submitted to a cluster whose TaskManagers get GPUs from Flink: the trainers take
             // theirs there; this machine's GPUs (a client's) do not matter.
@@ -404,21 +405,21 @@ public final class TrainCommand implements Callable<Integer> {
                                     + " for the 3D-UNet");
                 }
                 optimizer =
-                        new DjlAccelerator.Settings(
-                                width,
-                                learningRate != null
-                                        ? learningRate
-                                        : data.images()
-                                                ? CLASSIFIER_LEARNING_RATE
-                                                : UNET_LEARNING_RATE,
-                                momentum,
-                                weightDecay,
-                                nesterov,
-                                warmupSteps,
-                                data.seed,
-                                warmupStartLr,
-                                lrDecaySteps,
-                                lrDecayFactor);
+                        TrainingSettings.builder()
+                                .setWidth(width)
+                                .setLearningRate(
+                                        learningRate != null
+                                                ? learningRate
+                                                : data.images()
+                                                        ? CLASSIFIER_LEARNING_RATE
+                                                        : UNET_LEARNING_RATE)
+                                .optMomentum(momentum)
+                                .optWeightDecay(weightDecay)
+                                .optNesterov(nesterov)
+                                .optWarmUp(warmupSteps, warmupStartLr)
+                                .optDecay(lrDecaySteps, lrDecayFactor)
+                                .setSeed(data.seed)
+                                .build();
                 // Made once the data says which network it trains (a classifier's classes).
                 acceleratorFactory = null;
             } else {
