@@ -2,10 +2,7 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.data.CaseFiles;
-import io.minato.data.Dataset;
 import io.minato.job.generate.KitsLikeGenerator;
-import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
@@ -18,7 +15,10 @@ import io.minato.trainer.StepResult;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingSettings;
-import io.minato.transform.TransformConfig;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.TransformConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

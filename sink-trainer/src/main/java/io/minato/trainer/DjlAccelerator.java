@@ -17,6 +17,8 @@ import io.minato.sample.Batch;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.gpu.GpuMonitor;
+import io.minato.workload.images.ImageClassifier;
+import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
