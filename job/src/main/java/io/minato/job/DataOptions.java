@@ -1,11 +1,11 @@
 package io.minato.job;
 
 import io.minato.data.BadInputException;
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
 import java.io.IOException;
 import java.io.PrintWriter;

@@ -2,7 +2,6 @@ package io.minato.job;
 
 import ai.djl.Device;
 import io.minato.data.BadInputException;
-import io.minato.job.generate.ImageSetGenerator;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Patch;
 import io.minato.spi.Workload;
@@ -12,6 +11,7 @@ import io.minato.workload.images.ImageClassifier;
 import io.minato.workload.images.ImageConfig;
 import io.minato.workload.images.ImageFile;
 import io.minato.workload.images.ImageFolder;
+import io.minato.workload.images.ImageSetGenerator;
 import io.minato.workload.images.ImageTransforms;
 import io.minato.workload.kits19.Dataset;
 import java.io.IOException;

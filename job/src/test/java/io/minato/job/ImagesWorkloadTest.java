@@ -2,7 +2,6 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.job.generate.ImageSetGenerator;
 import io.minato.json.Json;
 import io.minato.loader.SampleRecipe;
 import io.minato.spi.Workload;
@@ -13,6 +12,7 @@ import io.minato.workload.images.EncodedImage;
 import io.minato.workload.images.ImageClassifier;
 import io.minato.workload.images.ImageConfig;
 import io.minato.workload.images.ImageFolder;
+import io.minato.workload.images.ImageSetGenerator;
 import io.minato.workload.images.ImageTransforms;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -2,7 +2,6 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
@@ -18,6 +17,7 @@ import io.minato.trainer.TrainingSettings;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;

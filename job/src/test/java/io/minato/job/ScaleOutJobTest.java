@@ -3,7 +3,6 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.data.EpochOrder;
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.Receivers;
@@ -22,6 +21,7 @@ import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;

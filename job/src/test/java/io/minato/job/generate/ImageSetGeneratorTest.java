@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.minato.workload.images.ImageFile;
 import io.minato.workload.images.ImageFolder;
+import io.minato.workload.images.ImageSetGenerator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,5 +1,6 @@
-package io.minato.job.generate;
+package io.minato.workload.kits19;
 
+import io.minato.data.SplitMix64;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

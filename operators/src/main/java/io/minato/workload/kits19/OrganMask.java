@@ -1,4 +1,4 @@
-package io.minato.job.generate;
+package io.minato.workload.kits19;
 
 /**
  * The kidney and tumour labels of one case, rasterised once in the box around the organs (a few MB

@@ -1,5 +1,6 @@
-package io.minato.job.generate;
+package io.minato.workload.images;
 
+import io.minato.data.SplitMix64;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -133,7 +134,7 @@ public final class ImageSetGenerator {
     public static final class Builder {
         private int images = DEFAULT_IMAGES;
         private int classes = DEFAULT_CLASSES;
-        private long seed = KitsLikeGenerator.DEFAULT_SEED;
+        private long seed = SplitMix64.DEFAULT_SEED;
         private int minEdge = DEFAULT_MIN_EDGE;
         private int maxEdge = DEFAULT_MAX_EDGE;
 

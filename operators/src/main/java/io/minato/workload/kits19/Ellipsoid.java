@@ -1,4 +1,4 @@
-package io.minato.job.generate;
+package io.minato.workload.kits19;
 
 /**
  * An axis-aligned ellipsoid in voxel coordinates (z, y, x), rasterised one image row at a time. An
