@@ -74,10 +74,10 @@ public final class ImageTransforms implements Transforms<EncodedImage> {
      */
     public static Patch evaluation(EncodedImage image, ImageConfig config)
             throws BadInputException {
-        BufferedImage decoded = ImagePreparation.decodeImage(image);
+        BufferedImage decoded = ImageDecoding.decodeImage(image);
         int w = decoded.getWidth();
         int h = decoded.getHeight();
-        int[] rgb = ImagePreparation.pixels(decoded);
+        int[] rgb = ImageDecoding.pixels(decoded);
         int s = config.size();
         double resizedShort = Math.floor(s * 256.0 / 224);
         double f = Math.min(w, h) / resizedShort; // source pixels per resized pixel

@@ -176,13 +176,13 @@ class ImagePreparationTest {
             images.add(img);
             for (String format : new String[] {"png", "jpg", "bmp"}) {
                 if (format.equals("png") || !img.getColorModel().hasAlpha()) {
-                    images.add(ImagePreparation.decodeImage(image(img, format, 0)));
+                    images.add(ImageDecoding.decodeImage(image(img, format, 0)));
                 }
             }
         }
         for (BufferedImage img : images) {
             int[] expected = img.getRGB(0, 0, 13, 7, null, 0, 13);
-            int[] actual = ImagePreparation.pixels(img);
+            int[] actual = ImageDecoding.pixels(img);
             for (int i = 0; i < expected.length; i++) {
                 assertThat(actual[i] & 0xFFFFFF)
                         .as("type %d pixel %d", img.getType(), i)
