@@ -13,10 +13,8 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
-import java.util.TreeSet;
 
 /**
  * The MLPerf 3D-UNet training transforms of one sample as a sequence of resumable steps:
@@ -222,7 +220,7 @@ public final class Preparation implements Steps<Volume> {
                 step = Step.SCAN;
             }
         } else {
-            origin = uniformOrigin(padded(volume.shape(), config.patch()), config.patch(), random);
+            origin = CropWindow.uniform(volume.shape(), config.patch(), random);
             step = Step.CROP;
         }
     }
@@ -241,120 +239,10 @@ public final class Preparation implements Steps<Volume> {
 
     /** The reference's rand_foreg_cropd after the labelling, plus a guarantee of foreground. */
     private void pick(Volume volume, TransformConfig config) {
-        SampleRandom random = SampleRandom.of(key, SampleRandom.Stream.CROP_PICK, 0);
-        Shape3 patchShape = config.patch();
-        Shape3 paddedShape = padded(volume.shape(), patchShape);
         List<Component> components = this.components;
         this.components = null;
-        TreeSet<Integer> classes = new TreeSet<>();
-        for (Component c : components) {
-            classes.add(c.cls());
-        }
-        if (classes.isEmpty()) {
-            // No foreground at all: the reference falls back to a uniform crop.
-            origin = uniformOrigin(paddedShape, patchShape, random);
-            step = Step.CROP;
-            return;
-        }
-        List<Integer> classList = new ArrayList<>(classes);
-        int cls = classList.get(random.nextInt(classList.size()));
-        // The two components of that class with the largest bounding boxes, in ascending order as
-        // np.argsort(volumes)[-2:] gives them (ties broken by scan order).
-        List<Component> ofClass = new ArrayList<>();
-        for (Component c : components) {
-            if (c.cls() == cls) {
-                ofClass.add(c);
-            }
-        }
-        ofClass.sort(
-                Comparator.comparingLong(Component::boxVolume)
-                        .thenComparingLong(Component::firstVoxel));
-        List<Component> largest = ofClass.subList(Math.max(0, ofClass.size() - 2), ofClass.size());
-        Component chosen = largest.get(random.nextInt(largest.size()));
-
-        int[] offset = padOffset(volume.shape(), patchShape);
-        int[] low = new int[3];
-        for (int axis = 0; axis < 3; axis++) {
-            low[axis] =
-                    adjust(
-                            chosen.start(axis) + offset[axis],
-                            chosen.stop(axis) + offset[axis],
-                            patchShape.get(axis),
-                            paddedShape.get(axis),
-                            random);
-        }
-        // When the component's box is larger than the patch, the reference's window can miss the
-        // component; move it the least distance that brings the component's first voxel inside.
-        if (!windowHolds(volume, patchShape, offset, low, cls)) {
-            Shape3 s = volume.shape();
-            long f = chosen.firstVoxel();
-            int[] firstVoxel = {
-                (int) (f / ((long) s.h() * s.w())) + offset[0],
-                (int) (f / s.w() % s.h()) + offset[1],
-                (int) (f % s.w()) + offset[2]
-            };
-            for (int axis = 0; axis < 3; axis++) {
-                int p = patchShape.get(axis);
-                if (firstVoxel[axis] < low[axis]) {
-                    low[axis] = firstVoxel[axis];
-                } else if (firstVoxel[axis] >= low[axis] + p) {
-                    low[axis] = firstVoxel[axis] - p + 1;
-                }
-            }
-        }
-        origin = low;
+        origin = CropWindow.foreground(key, volume, config.patch(), components);
         step = Step.CROP;
-    }
-
-    /** The reference's adjust(): a patch-sized window around [start, stop) on one axis. */
-    private static int adjust(int start, int stop, int patch, int dim, SampleRandom random) {
-        int diff = patch - (stop - start);
-        int sign = diff < 0 ? -1 : 1;
-        diff = Math.abs(diff);
-        int ladj = diff == 0 ? 0 : random.nextInt(diff);
-        int hadj = diff - ladj;
-        int low = Math.max(0, start - sign * ladj);
-        int high = Math.min(dim, stop + sign * hadj);
-        diff = patch - (high - low);
-        if (diff > 0 && low == 0) {
-            high += diff;
-        } else if (diff > 0) {
-            low -= diff;
-        }
-        return low;
-    }
-
-    private static boolean windowHolds(
-            Volume volume, Shape3 patch, int[] offset, int[] low, int cls) {
-        Shape3 s = volume.shape();
-        ByteBuffer label = volume.label();
-        int z0 = Math.max(0, low[0] - offset[0]);
-        int z1 = Math.min(s.d(), low[0] + patch.d() - offset[0]);
-        int y0 = Math.max(0, low[1] - offset[1]);
-        int y1 = Math.min(s.h(), low[1] + patch.h() - offset[1]);
-        int x0 = Math.max(0, low[2] - offset[2]);
-        int x1 = Math.min(s.w(), low[2] + patch.w() - offset[2]);
-        byte wanted = (byte) cls;
-        for (int z = z0; z < z1; z++) {
-            for (int y = y0; y < y1; y++) {
-                int row = (z * s.h() + y) * s.w();
-                for (int x = x0; x < x1; x++) {
-                    if (label.get(row + x) == wanted) {
-                        return true;
-                    }
-                }
-            }
-        }
-        return false;
-    }
-
-    private static int[] uniformOrigin(Shape3 paddedShape, Shape3 patch, SampleRandom random) {
-        int[] o = new int[3];
-        for (int axis = 0; axis < 3; axis++) {
-            int range = paddedShape.get(axis) - patch.get(axis);
-            o[axis] = range == 0 ? 0 : random.nextInt(range);
-        }
-        return o;
     }
 
     /** Copies slices of the window; coordinates outside the volume repeat its edge voxels. */
@@ -365,7 +253,7 @@ public final class Preparation implements Steps<Volume> {
             patch = PatchPool.jvm().take(p); // every voxel is written below
             sliceCursor = 0;
         }
-        int[] offset = padOffset(s, p);
+        int[] offset = CropWindow.padOffset(s, p);
         int end = Math.min(p.d(), sliceCursor + slicesPerStep(p, config));
         FloatBuffer image = volume.image();
         ByteBuffer label = volume.label();
@@ -504,24 +392,6 @@ public final class Preparation implements Steps<Volume> {
 
     private static int clamp(int v, int n) {
         return v < 0 ? 0 : (v >= n ? n - 1 : v);
-    }
-
-    /**
-     * The volume padded (centred, edge mode, as the MLPerf preprocessing) to at least the patch.
-     */
-    static Shape3 padded(Shape3 volume, Shape3 patch) {
-        return new Shape3(
-                Math.max(volume.d(), patch.d()),
-                Math.max(volume.h(), patch.h()),
-                Math.max(volume.w(), patch.w()));
-    }
-
-    static int[] padOffset(Shape3 volume, Shape3 patch) {
-        return new int[] {
-            Math.max(0, patch.d() - volume.d()) / 2,
-            Math.max(0, patch.h() - volume.h()) / 2,
-            Math.max(0, patch.w() - volume.w()) / 2
-        };
     }
 
     /**
