@@ -83,9 +83,10 @@ public record TrainingSettings(
     }
 
     /**
-     * The learning rate of each global step (1-based; steps past {@link Integer#MAX_VALUE} take its
-     * rate): DJL's linear {@link WarmUpTracker} in front of the decay's {@link MultiStepTracker},
-     * or of a fixed rate. A new tracker each call, for one trainer.
+     * The learning rate of each global step, counted from 1 (a trainer passes the steps past {@link
+     * Integer#MAX_VALUE}, which DJL's trackers cannot count, as that one): DJL's linear {@link
+     * WarmUpTracker} in front of the decay's {@link MultiStepTracker}, or of a fixed rate. Neither
+     * keeps state: any order of steps gives the same rates.
      */
     public Tracker learningRates() {
         Tracker main =
