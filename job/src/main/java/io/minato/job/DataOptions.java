@@ -1,12 +1,12 @@
 package io.minato.job;
 
 import io.minato.data.BadInputException;
-import io.minato.data.CaseCache;
-import io.minato.data.CaseFiles;
-import io.minato.data.Dataset;
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
-import io.minato.transform.TransformConfig;
+import io.minato.workload.kits19.CaseCache;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
+import io.minato.workload.kits19.TransformConfig;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;

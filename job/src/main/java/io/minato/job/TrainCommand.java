@@ -16,16 +16,17 @@ import io.minato.loader.TimeoutPolicy;
 import io.minato.spi.Workload;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.DjlAccelerator;
-import io.minato.trainer.ImageClassifier;
 import io.minato.trainer.Savepoints;
 import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
-import io.minato.trainer.Unet3dNetwork;
+import io.minato.trainer.TrainingSettings;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
-import io.minato.trainer.unet.Unet3d;
+import io.minato.workload.images.ImageClassifier;
+import io.minato.workload.kits19.Unet3dNetwork;
+import io.minato.workload.kits19.unet.Unet3d;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
@@ -350,7 +351,7 @@ public final class TrainCommand implements Callable<Integer> {
         OptionalInt clusterSlots;
         TimeoutPolicy timeoutPolicy;
         AcceleratorFactory acceleratorFactory;
-        DjlAccelerator.Settings optimizer = null;
+        TrainingSettings optimizer = null;
         try {
             // Submitted to a cluster whose TaskManagers get GPUs from Flink: the trainers take
             // theirs there; this machine's GPUs (a client's) do not matter.
@@ -404,21 +405,21 @@ public final class TrainCommand implements Callable<Integer> {
                                     + " for the 3D-UNet");
                 }
                 optimizer =
-                        new DjlAccelerator.Settings(
-                                width,
-                                learningRate != null
-                                        ? learningRate
-                                        : data.images()
-                                                ? CLASSIFIER_LEARNING_RATE
-                                                : UNET_LEARNING_RATE,
-                                momentum,
-                                weightDecay,
-                                nesterov,
-                                warmupSteps,
-                                data.seed,
-                                warmupStartLr,
-                                lrDecaySteps,
-                                lrDecayFactor);
+                        TrainingSettings.builder()
+                                .setWidth(width)
+                                .setLearningRate(
+                                        learningRate != null
+                                                ? learningRate
+                                                : data.images()
+                                                        ? CLASSIFIER_LEARNING_RATE
+                                                        : UNET_LEARNING_RATE)
+                                .optMomentum(momentum)
+                                .optWeightDecay(weightDecay)
+                                .optNesterov(nesterov)
+                                .optWarmUp(warmupSteps, warmupStartLr)
+                                .optDecay(lrDecaySteps, lrDecayFactor)
+                                .setSeed(data.seed)
+                                .build();
                 // Made once the data says which network it trains (a classifier's classes).
                 acceleratorFactory = null;
             } else {

@@ -1,9 +1,9 @@
 package io.minato.job;
 
-import io.minato.data.CaseCache;
 import io.minato.job.report.RunReport;
-import io.minato.loader.CaseTable;
 import io.minato.spi.Workload;
+import io.minato.workload.kits19.CaseCache;
+import io.minato.workload.kits19.CaseTable;
 import java.util.List;
 
 /**

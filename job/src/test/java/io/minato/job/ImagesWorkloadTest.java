@@ -2,17 +2,18 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.image.EncodedImage;
-import io.minato.image.ImageConfig;
-import io.minato.image.ImageFolder;
-import io.minato.image.ImageTransforms;
-import io.minato.job.generate.ImageSetGenerator;
 import io.minato.json.Json;
 import io.minato.loader.SampleRecipe;
 import io.minato.spi.Workload;
 import io.minato.trainer.DjlAccelerator;
-import io.minato.trainer.ImageClassifier;
 import io.minato.trainer.TrainerSink;
+import io.minato.trainer.TrainingSettings;
+import io.minato.workload.images.EncodedImage;
+import io.minato.workload.images.ImageClassifier;
+import io.minato.workload.images.ImageConfig;
+import io.minato.workload.images.ImageFolder;
+import io.minato.workload.images.ImageSetGenerator;
+import io.minato.workload.images.ImageTransforms;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -211,7 +212,13 @@ class ImagesWorkloadTest {
                 TrainerSink.builder()
                         .setAccelerator(
                                 new DjlAccelerator.Factory(
-                                        new DjlAccelerator.Settings(0.25, 0.002f, 0.9f, 20, 7)
+                                        TrainingSettings.builder()
+                                                .setWidth(0.25)
+                                                .setLearningRate(0.002f)
+                                                .optMomentum(0.9f)
+                                                .optWarmUp(20, 0f)
+                                                .setSeed(7)
+                                                .build()
                                                 .withNetwork(new ImageClassifier(3, 0.25))))
                         .optRecipe(new SampleRecipe(images))
                         .optTraceDir(out)

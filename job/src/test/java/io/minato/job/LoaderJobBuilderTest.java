@@ -3,12 +3,12 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.minato.loader.CaseTable;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.spi.Workload;
 import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TrainerSink;
-import io.minato.transform.TransformConfig;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.TransformConfig;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

@@ -2,9 +2,9 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.image.ImageCodecs;
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.json.Json;
+import io.minato.workload.images.ImageCodecs;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayInputStream;
 import java.nio.channels.FileChannel;

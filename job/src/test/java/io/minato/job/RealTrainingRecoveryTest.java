@@ -2,10 +2,6 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.data.CaseFiles;
-import io.minato.data.Dataset;
-import io.minato.job.generate.KitsLikeGenerator;
-import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
@@ -17,7 +13,12 @@ import io.minato.trainer.ReplicaGroup;
 import io.minato.trainer.StepResult;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
-import io.minato.transform.TransformConfig;
+import io.minato.trainer.TrainingSettings;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
+import io.minato.workload.kits19.TransformConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -94,7 +95,13 @@ class RealTrainingRecoveryTest {
                 TrainerSink.builder()
                         .setAccelerator(
                                 new FailOnceAfterCheckpoints(
-                                        new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3)))
+                                        TrainingSettings.builder()
+                                                .setWidth(0.125)
+                                                .setLearningRate(0.01f)
+                                                .optMomentum(0.9f)
+                                                .optWarmUp(2, 0f)
+                                                .setSeed(3)
+                                                .build()))
                         .optOutputDir(run)
                         .optTraceDir(run)
                         .optRecipe(new SampleRecipe(settings.workload()))
@@ -138,8 +145,7 @@ class RealTrainingRecoveryTest {
     }
 
     /** The real trainer, failing once on a step after three checkpoints; counts restores. */
-    record FailOnceAfterCheckpoints(DjlAccelerator.Settings settings)
-            implements AcceleratorFactory {
+    record FailOnceAfterCheckpoints(TrainingSettings settings) implements AcceleratorFactory {
         @Override
         public Accelerator create(int device, int devices) {
             DjlAccelerator real = new DjlAccelerator(settings);

@@ -2,8 +2,8 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.trainer.DeviceSummary;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.net.http.HttpClient;

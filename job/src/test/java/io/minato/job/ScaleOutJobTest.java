@@ -2,14 +2,9 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.data.CaseCache;
-import io.minato.data.CaseFiles;
-import io.minato.data.Dataset;
 import io.minato.data.EpochOrder;
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
-import io.minato.loader.CaseTable;
 import io.minato.loader.Receivers;
 import io.minato.loader.SampleChunks;
 import io.minato.loader.SampleRecipe;
@@ -22,7 +17,12 @@ import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.StepResult;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
-import io.minato.transform.TransformConfig;
+import io.minato.workload.kits19.CaseCache;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
+import io.minato.workload.kits19.TransformConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -2,7 +2,7 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.job.generate.KitsLikeGenerator;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -3,8 +3,8 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
-import io.minato.job.generate.KitsLikeGenerator;
 import io.minato.json.Json;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.io.File;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -1,7 +1,7 @@
 package io.minato.data;
 
-import io.minato.transform.SampleKey;
-import io.minato.transform.SampleRandom;
+import io.minato.spi.SampleKey;
+import io.minato.spi.SampleRandom;
 
 /** The order of the cases in one epoch: a shuffle determined by (run seed, epoch). */
 public final class EpochOrder {

@@ -1,43 +1,18 @@
 package io.minato.loader;
 
-import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import ai.djl.training.dataset.RandomAccessDataset;
-import ai.djl.training.dataset.Record;
-import ai.djl.training.dataset.Sampler;
-import ai.djl.translate.Batchifier;
-import ai.djl.util.Progress;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
-import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
-import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.spi.Workload;
-import io.minato.stats.CpuClock;
-import io.minato.transform.Patch;
-import io.minato.transform.PatchPool;
-import io.minato.transform.Shape3;
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Iterator;
-import java.util.List;
-import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -77,7 +52,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private final int workers;
     private boolean skipBadSamples;
 
-    private transient Feed feed;
+    private transient DjlFeed feed;
     private transient ExecutorService executor;
     private transient Thread iterator;
     private transient BlockingQueue<Object> handover; // Batch, or END, or a Throwable
@@ -158,7 +133,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         trainers =
                 Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER, devices)
                         .counted(getRuntimeContext());
-        feed = new Feed(batchSize);
+        feed = new DjlFeed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
         executor =
@@ -285,15 +260,15 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
     private void iterate() {
         try (NDManager manager = NDManager.newBaseManager()) {
-            Dataset dataset =
-                    new Dataset(
+            DjlDataset dataset =
+                    new DjlDataset(
                             feed,
                             workload,
                             prefetch(),
                             order,
                             prepTimes,
                             skipBadSamples ? quarantine : null);
-            FeedSampler sampler = new FeedSampler(feed);
+            DjlFeed.Sampling sampler = new DjlFeed.Sampling(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
             // DJL iterates a dataset of known size: its sampler must not block. So each
             // iteration covers the tasks at hand, and a new one starts when more have come. DJL
@@ -305,7 +280,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                         dataset.getData(manager, sampler, executor)) {
                     try (djl) {
                         order.handedOut(first / batchSize);
-                        handover.put(toBatch(djl, dataset, first));
+                        handover.put(dataset.toBatch(djl, first));
                     }
                     first += batchSize;
                 }
@@ -330,329 +305,5 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             }
         }
         return t;
-    }
-
-    /**
-     * Back from DJL's stacked NDArrays to the samples the trainer takes; the stack holds the
-     * batch's samples that were not left out, in order.
-     */
-    private static Batch toBatch(ai.djl.training.dataset.Batch djl, Dataset dataset, long first) {
-        int size = djl.getSize();
-        if (djl.getData().isEmpty()) {
-            for (int i = 0; i < size; i++) {
-                dataset.takeLeftOut(first + i);
-            }
-            return new Batch(0, 0, List.of());
-        }
-        NDArray images = djl.getData().singletonOrThrow();
-        NDArray labels = djl.getLabels().singletonOrThrow();
-        Shape s = images.getShape(); // (B, 1, D, H, W)
-        Shape3 patch = new Shape3((int) s.get(2), (int) s.get(3), (int) s.get(4));
-        int voxels = (int) patch.voxels();
-        float[] allImages = images.toFloatArray();
-        byte[] allLabels = labels.toByteArray();
-        int labelBytes = (int) (allLabels.length / s.get(0));
-        List<PreparedSample> samples = new ArrayList<>(size);
-        int row = 0;
-        for (int i = 0; i < size; i++) {
-            long index = first + i;
-            if (dataset.takeLeftOut(index)) {
-                continue;
-            }
-            Patch arrays = PatchPool.jvm().take(patch, labelBytes); // all written below
-            System.arraycopy(allImages, row * voxels, arrays.image(), 0, voxels);
-            System.arraycopy(allLabels, row * labelBytes, arrays.label(), 0, labelBytes);
-            row++;
-            samples.add(
-                    new PreparedSample(
-                            dataset.task(index),
-                            SamplePath.FAST,
-                            dataset.takePrepNanos(index),
-                            arrays));
-        }
-        return new Batch(0, 0, samples);
-    }
-
-    /** The tasks received so far, in order; index i is the i-th task of this (re)start. */
-    static final class Feed {
-        private final int batchSize;
-        private final ReentrantLock lock = new ReentrantLock();
-        private final Condition added = lock.newCondition();
-        private final List<SampleTask> tasks = new ArrayList<>();
-        private boolean ended;
-        private boolean draining; // a checkpoint waits for the batches at hand
-        private long sampled; // tasks handed to DJL's sampler, in whole batches
-
-        Feed(int batchSize) {
-            this.batchSize = batchSize;
-        }
-
-        void add(SampleTask task) {
-            lock.lock();
-            try {
-                tasks.add(task);
-                added.signalAll();
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        void end() {
-            lock.lock();
-            try {
-                ended = true;
-                added.signalAll();
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        SampleTask get(long index) {
-            lock.lock();
-            try {
-                return tasks.get(Math.toIntExact(index));
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** Tasks received and not yet handed to DJL's sampler. */
-        long unsampled() {
-            lock.lock();
-            try {
-                return tasks.size() - sampled;
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** Full batches among the tasks received so far. */
-        long fullBatches() {
-            lock.lock();
-            try {
-                return tasks.size() / batchSize;
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** The tasks that do not fill a batch yet. */
-        List<SampleTask> remainder() {
-            lock.lock();
-            try {
-                int whole = tasks.size() / batchSize * batchSize;
-                return List.copyOf(tasks.subList(whole, tasks.size()));
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /**
-         * Waits until {@code batches} whole batches of tasks are unsampled, or at least one is and
-         * input ended or a checkpoint waits for them (true); false when input ended without one.
-         */
-        boolean awaitBatches(int batches) throws InterruptedException {
-            lock.lockInterruptibly();
-            try {
-                while (tasks.size() < sampled + (long) batchSize * batches
-                        && !((ended || draining) && tasks.size() >= sampled + batchSize)
-                        && !(ended && tasks.size() < sampled + batchSize)) {
-                    added.await();
-                }
-                return tasks.size() >= sampled + batchSize;
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** Whether a checkpoint waits for the batches at hand to be emitted. */
-        void draining(boolean on) {
-            lock.lock();
-            try {
-                draining = on;
-                added.signalAll();
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** The next batch's indices if its tasks are here, else null; never waits. */
-        List<Long> nextBatch() {
-            lock.lock();
-            try {
-                if (tasks.size() < sampled + batchSize) {
-                    return null;
-                }
-                List<Long> indices = new ArrayList<>(batchSize);
-                for (int i = 0; i < batchSize; i++) {
-                    indices.add(sampled + i);
-                }
-                sampled += batchSize;
-                return indices;
-            } finally {
-                lock.unlock();
-            }
-        }
-    }
-
-    /** DJL's sampler over the feed: consecutive runs of B tasks, those that have arrived. */
-    static final class FeedSampler implements Sampler {
-        private final Feed feed;
-
-        FeedSampler(Feed feed) {
-            this.feed = feed;
-        }
-
-        @Override
-        public Iterator<List<Long>> sample(RandomAccessDataset dataset) {
-            return new Iterator<>() {
-                private List<Long> next;
-
-                @Override
-                public boolean hasNext() {
-                    if (next == null) {
-                        next = feed.nextBatch();
-                    }
-                    return next != null;
-                }
-
-                @Override
-                public List<Long> next() {
-                    if (!hasNext()) {
-                        throw new NoSuchElementException();
-                    }
-                    List<Long> out = next;
-                    next = null;
-                    return out;
-                }
-            };
-        }
-
-        @Override
-        public int getBatchSize() {
-            return feed.batchSize;
-        }
-    }
-
-    /** The samples as a DJL dataset: {@code get} prepares one sample, image and label. */
-    static final class Dataset extends RandomAccessDataset {
-        private final Feed feed;
-        private final Workload<?> workload;
-        private final Map<Long, Long> prepNanos = new ConcurrentHashMap<>();
-        private final InOrderBatches order;
-        private final PrepTimes prepTimes;
-        private final Quarantine quarantine; // null: bad input fails the job
-        private final Set<Long> leftOut = ConcurrentHashMap.newKeySet();
-
-        /**
-         * @param quarantine where samples that meet bad input are quarantined; null to fail on them
-         */
-        Dataset(
-                Feed feed,
-                Workload<?> workload,
-                int prefetch,
-                InOrderBatches order,
-                PrepTimes prepTimes,
-                Quarantine quarantine) {
-            super(new Builder(prefetch).setSampling(1, false));
-            this.feed = feed;
-            this.workload = workload;
-            this.order = order;
-            this.prepTimes = prepTimes;
-            this.quarantine = quarantine;
-        }
-
-        /** Whether sample {@code index} was left out; forgets it. */
-        boolean takeLeftOut(long index) {
-            return leftOut.remove(index);
-        }
-
-        SampleTask task(long index) {
-            return feed.get(index);
-        }
-
-        long takePrepNanos(long index) {
-            Long n = prepNanos.remove(index);
-            return n == null ? 0 : n;
-        }
-
-        @Override
-        public Record get(NDManager manager, long index) {
-            SampleTask task = feed.get(index);
-            if (quarantine != null && quarantine.holds(task)) {
-                quarantine.skip();
-                return leaveOut(index);
-            }
-            long cpu0 = CpuClock.threadNanos();
-            PrepTimes.Mark reads = PrepTimes.mark();
-            Patch p;
-            try {
-                p = workload.prepare(task.key(), task.caseIndex());
-            } catch (BadInputException e) {
-                if (quarantine == null) {
-                    throw new IllegalStateException(e.getMessage(), e);
-                }
-                quarantine.add(task, e);
-                return leaveOut(index);
-            } finally {
-                prepTimes.add(reads);
-            }
-            prepNanos.put(index, CpuClock.threadNanos() - cpu0);
-            order.samplePrepared(index / feed.batchSize);
-            Shape shape = new Shape(1, p.shape().d(), p.shape().h(), p.shape().w());
-            NDArray image = manager.create(p.image(), shape);
-            // The target's bytes as they are, dense or a class index: the trainer reads them back.
-            NDArray label =
-                    manager.create(
-                            ByteBuffer.wrap(p.label()),
-                            new Shape(p.label().length),
-                            DataType.UINT8);
-            PatchPool.jvm().give(p); // copied into the NDArrays
-            return new Record(new NDList(image), new NDList(label));
-        }
-
-        /** The empty record of a sample left out, which {@link LeavingOut} does not stack. */
-        private Record leaveOut(long index) {
-            leftOut.add(index);
-            order.samplePrepared(index / feed.batchSize); // its batch must not wait for it
-            return new Record(new NDList(), new NDList());
-        }
-
-        @Override
-        protected long availableSize() {
-            return Long.MAX_VALUE; // a stream: as many as arrive
-        }
-
-        @Override
-        public void prepare(Progress progress) {}
-
-        static final class Builder extends RandomAccessDataset.BaseBuilder<Builder> {
-            Builder(int prefetch) {
-                optPrefetchNumber(prefetch);
-                optDataBatchifier(new LeavingOut());
-                optLabelBatchifier(new LeavingOut());
-            }
-
-            @Override
-            protected Builder self() {
-                return this;
-            }
-        }
-    }
-
-    /** DJL's stacking batchifier over the records of samples not left out (empty ones). */
-    static final class LeavingOut implements Batchifier {
-        private static final long serialVersionUID = 1L;
-
-        @Override
-        public NDList batchify(NDList[] inputs) {
-            NDList[] kept = Arrays.stream(inputs).filter(l -> !l.isEmpty()).toArray(NDList[]::new);
-            return kept.length == 0 ? new NDList() : Batchifier.STACK.batchify(kept);
-        }
-
-        @Override
-        public NDList[] unbatchify(NDList inputs) {
-            return Batchifier.STACK.unbatchify(inputs);
-        }
     }
 }

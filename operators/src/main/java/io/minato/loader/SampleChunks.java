@@ -2,7 +2,7 @@ package io.minato.loader;
 
 import io.minato.sample.PreparedSample;
 import io.minato.sample.PreparedSample.Piece;
-import io.minato.transform.Patch;
+import io.minato.spi.Patch;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;

@@ -1,7 +1,7 @@
 package io.minato.sample;
 
 import io.minato.sample.serde.SampleTypes;
-import io.minato.transform.Patch;
+import io.minato.spi.Patch;
 import java.util.Objects;
 import org.apache.flink.api.common.typeinfo.TypeInfo;
 

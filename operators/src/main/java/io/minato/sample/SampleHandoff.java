@@ -1,7 +1,7 @@
 package io.minato.sample;
 
+import io.minato.spi.Patch;
 import io.minato.spi.Steps;
-import io.minato.transform.Patch;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;

@@ -1,7 +1,7 @@
 package io.minato.sample;
 
 import io.minato.sample.serde.SampleTypes;
-import io.minato.transform.SampleKey;
+import io.minato.spi.SampleKey;
 import org.apache.flink.api.common.typeinfo.TypeInfo;
 
 /**

@@ -1,8 +1,6 @@
 package io.minato.spi;
 
 import io.minato.data.BadInputException;
-import io.minato.transform.Patch;
-import io.minato.transform.SampleKey;
 import java.io.DataOutput;
 import java.io.IOException;
 
@@ -11,8 +9,8 @@ import java.io.IOException;
  * split works on. A fast worker runs steps until the sample is done or its deadline passes; then
  * this object (its whole state) moves to a slow worker, in this JVM as it is or elsewhere as the
  * bytes of {@link #writeTo}, and continues there. Every random choice must come from a stream keyed
- * by {@link #key} (see {@link io.minato.transform.SampleRandom}), so that the result is the same
- * bytes whichever thread ran which step, and after a restore that starts the sample over.
+ * by {@link #key} (see {@link io.minato.spi.SampleRandom}), so that the result is the same bytes
+ * whichever thread ran which step, and after a restore that starts the sample over.
  *
  * @param <S> the opened source ({@link SampleSet#open}) each step reads
  */

@@ -1,6 +1,5 @@
 package io.minato.spi;
 
-import io.minato.transform.SampleKey;
 import java.io.DataInput;
 import java.io.IOException;
 import java.io.Serializable;

@@ -1,8 +1,6 @@
 package io.minato.spi;
 
 import io.minato.data.BadInputException;
-import io.minato.transform.Patch;
-import io.minato.transform.SampleKey;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;

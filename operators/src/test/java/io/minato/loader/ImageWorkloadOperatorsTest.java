@@ -2,16 +2,16 @@ package io.minato.loader;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.image.EncodedImage;
-import io.minato.image.ImageConfig;
-import io.minato.image.ImageFolder;
-import io.minato.image.ImageTransforms;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
+import io.minato.spi.Patch;
 import io.minato.spi.Workload;
-import io.minato.transform.Patch;
+import io.minato.workload.images.EncodedImage;
+import io.minato.workload.images.ImageConfig;
+import io.minato.workload.images.ImageFolder;
+import io.minato.workload.images.ImageTransforms;
 import java.awt.image.BufferedImage;
 import java.nio.file.Files;
 import java.nio.file.Path;

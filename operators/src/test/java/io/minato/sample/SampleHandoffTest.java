@@ -2,9 +2,9 @@ package io.minato.sample;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
-import io.minato.transform.Shape3;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
+import io.minato.workload.kits19.Preparation;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;

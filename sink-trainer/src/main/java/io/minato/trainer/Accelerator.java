@@ -12,8 +12,8 @@ public interface Accelerator extends AutoCloseable {
 
     /**
      * Trains on one batch; the writer fails the job with whatever this throws. Once this returns,
-     * the batch's patch arrays go back to the {@link io.minato.transform.PatchPool} and later
-     * samples overwrite them: copy whatever must outlive the step.
+     * the batch's patch arrays go back to the {@link io.minato.spi.PatchPool} and later samples
+     * overwrite them: copy whatever must outlive the step.
      */
     StepResult train(Batch batch) throws Exception;
 

@@ -6,7 +6,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.training.loss.Loss;
 import io.minato.sample.Batch;
-import io.minato.transform.Shape3;
+import io.minato.spi.Shape3;
 import java.io.Serializable;
 
 /**

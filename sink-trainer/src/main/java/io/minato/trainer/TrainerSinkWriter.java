@@ -6,10 +6,10 @@ import io.minato.loader.WorkerScheduler;
 import io.minato.loader.pacing.QueueReport;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.spi.PatchPool;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.gpu.GpuSampler;
 import io.minato.trainer.gpu.GpuStats;
-import io.minato.transform.PatchPool;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.file.Path;
@@ -18,13 +18,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import org.apache.flink.metrics.Counter;
-import org.apache.flink.metrics.Gauge;
 import org.apache.flink.metrics.MetricGroup;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -37,18 +33,16 @@ import org.slf4j.LoggerFactory;
  * <p>The queue depth counts the batch in training too: it stays at the queue's head until its step
  * ends, so with depth Q the writer holds at most Q batches (Q - 1 prefetched while one trains).
  *
- * <p>When the accelerator trains on a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it
- * every {@link GpuSampler#DEFAULT_PERIOD} on a daemon thread for the summary's GPU statistics, and
- * exports the gauges {@value GpuMonitor#UTILIZATION_GAUGE} and {@value
- * GpuMonitor#MEMORY_USED_GAUGE}; without a GPU there is no such thread and the gauges read -1.
+ * <p>Its trace, summary and model go through {@link DeviceOutputs}. When the accelerator trains on
+ * a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it every {@link
+ * GpuSampler#DEFAULT_PERIOD} on a daemon thread for the summary's GPU statistics, and exports the
+ * gauges {@value GpuMonitor#UTILIZATION_GAUGE} and {@value GpuMonitor#MEMORY_USED_GAUGE}; without a
+ * GPU there is no such thread and the gauges read -1.
  */
 public final class TrainerSinkWriter implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(TrainerSinkWriter.class);
     private static final long CLOSE_JOIN_MILLIS = 60_000;
-
-    /** Per run attempt in this JVM: how many devices have closed after their last step. */
-    private static final ConcurrentHashMap<String, AtomicInteger> ENDED = new ConcurrentHashMap<>();
 
     // Waits that depend on the replica group, which signals no writer, poll at this period.
     private static final long GROUP_POLL_MILLIS = 1;
@@ -60,12 +54,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private volatile boolean endedNormally;
     private final int queueDepth;
     private final Accelerator accelerator;
-    private final SampleRecipe recipe; // null: samples must arrive with their patches
-    private final TraceWriter trace; // null: no trace
+    private final SamplesPreparedAgain preparedAgain;
+    private final DeviceOutputs outputs;
     private final Path outputDir; // null: no summary
     private final Thread worker;
     private final ReplicaGroup.Member member; // null: the accelerator trains alone
-    private final GpuSampler gpu; // owns the accelerator's GPU monitor
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -77,23 +70,14 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private boolean inputEnded;
     private boolean trainingOver; // every replica is out of data
     private IOException failure; // null: none
-    // No step since start or restore: the gap before the next one is start-up, not waiting.
-    private long lastStepEndNanos = -1;
-    // The loaders' head-of-line clock when the last step ended: what of a wait it was held back.
-    private long heldAtLastStepEnd;
+    private final StepClock clock;
 
     // Written under lock; volatile for metric reporters.
     private volatile DeviceCounters counters;
     private volatile int held;
     private final WorkerScheduler.Registration scheduling;
-    private volatile SampleRecipe.LeftOut leftOut;
-    private final HeadOfLine headOfLine;
 
-    private final Counter stepsMetric;
-    private final Counter fastMetric;
-    private final Counter slowMetric;
-    private final Counter preparedAgain;
-    private final Counter samplesMetric;
+    private final TrainerMetrics metrics;
 
     TrainerSinkWriter(
             int device,
@@ -141,7 +125,6 @@ public final class TrainerSinkWriter implements AutoCloseable {
         this.groupId = groupId;
         this.queueDepth = queueDepth;
         this.accelerator = accelerator;
-        this.recipe = recipe;
         this.outputDir = outputDir;
         this.counters = restored == null ? DeviceCounters.ZERO : restored.counters();
         if (restored != null) {
@@ -161,30 +144,18 @@ public final class TrainerSinkWriter implements AutoCloseable {
             queue.addAll(restored.queued());
         }
         this.held = queue.size();
-        this.trace =
-                traceDir == null
-                        ? null
-                        : TraceWriter.open(
-                                traceDir,
-                                device,
-                                restored == null ? 0 : restored.traceLength(),
-                                recipe == null
-                                        ? Integer::toString
-                                        : recipe.workload().samples()::traceName);
-
-        DeviceCounters c = counters;
-        stepsMetric = metrics.counter("steps");
-        fastMetric = metrics.counter("samplesFast");
-        slowMetric = metrics.counter("samplesSlow");
-        preparedAgain = metrics.counter("samplesPreparedAgain");
-        stepsMetric.inc(c.steps());
-        fastMetric.inc(c.fast());
-        slowMetric.inc(c.slow());
-        samplesMetric = metrics.counter("samplesTrained");
-        samplesMetric.inc(c.fast() + c.slow());
-        metrics.gauge("queueDepth", (Gauge<Integer>) () -> held);
-        metrics.gauge("busyMillis", (Gauge<Long>) () -> counters.busyNanos() / 1_000_000);
-        metrics.gauge("waitMillis", (Gauge<Long>) () -> counters.waitNanos() / 1_000_000);
+        this.outputs =
+                new DeviceOutputs(
+                        device,
+                        accelerator,
+                        traceDir,
+                        restored == null ? 0 : restored.traceLength(),
+                        recipe,
+                        outputDir,
+                        metrics,
+                        this::counters);
+        this.metrics = new TrainerMetrics(metrics, counters, () -> held, this::counters);
+        this.preparedAgain = new SamplesPreparedAgain(device, recipe, this.metrics);
 
         if (accelerator.replicated()) {
             member = ReplicaGroup.join(groupId, devices, device);
@@ -193,15 +164,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
             member = null;
         }
 
-        GpuMonitor monitor = gpuMonitorOf(accelerator, device);
-        monitor.registerGauges(metrics);
-        gpu = GpuSampler.start(monitor, "gpu-sampler-device-" + device, GpuSampler.DEFAULT_PERIOD);
-
         // The worker scheduler of this TaskManager paces the preparation by how full the queues
         // are; the workers of others hear of this queue through the job (TrainerOperator).
         String here = WorkerScheduler.inTaskManager(groupId, metrics);
         WorkerScheduler scheduler = WorkerScheduler.of(here);
-        headOfLine = HeadOfLine.of(here);
+        clock = new StepClock(HeadOfLine.of(here));
         scheduling = scheduler.queue(() -> held, queueDepth);
         if (outputDir != null) {
             TrainingProgress.of(outputDir).register(device, this::counters, scheduler);
@@ -268,26 +235,12 @@ public final class TrainerSinkWriter implements AutoCloseable {
             lock.unlock();
         }
         if (endOfInput) {
-            if (outputDir != null) {
-                try {
-                    accelerator.finish(outputDir, device);
-                } catch (IOException | RuntimeException e) {
-                    throw e;
-                } catch (Exception e) {
-                    throw new IOException(
-                            "device " + device + " could not finish: " + e.getMessage(), e);
-                }
-            }
-            writeSummary();
+            outputs.finish();
             endedNormally = true;
         }
     }
 
-    /**
-     * Runs {@code end} once per run attempt, in the close of the last of its devices to close after
-     * its last step: then every upstream operator has closed too (a task closes after all its
-     * inputs ended, and they end when the tasks feeding them have closed).
-     */
+    /** Runs {@code end} once per run attempt, when its last device closes ({@link RunEndLatch}). */
     void onRunEnd(TrainerSink.RunEnd end) {
         this.runEnd = end;
     }
@@ -319,7 +272,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                                     List.copyOf(queue),
                                     counters,
                                     model,
-                                    trace == null ? 0 : trace.length()));
+                                    outputs.traceLength()));
             if (member != null) {
                 member.snapshotted(checkpointId);
             }
@@ -365,9 +318,12 @@ public final class TrainerSinkWriter implements AutoCloseable {
             LOG.warn("Trainer of device {} did not stop within {} ms", device, CLOSE_JOIN_MILLIS);
         }
         scheduling.close();
-        gpu.close(); // never throws; the summary below then holds the final GPU statistics
         try {
-            closeOutputs();
+            try {
+                outputs.close();
+            } finally {
+                accelerator.close();
+            }
         } finally {
             endRunIfLast();
         }
@@ -377,34 +333,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         if (runEnd == null || !endedNormally || outputDir == null) {
             return;
         }
-        if (ENDED.computeIfAbsent(groupId, g -> new AtomicInteger()).incrementAndGet() < devices) {
-            return;
-        }
-        ENDED.remove(groupId);
-        try {
-            runEnd.ended(outputDir);
-        } catch (Exception e) {
-            LOG.error("device {}: the run ended, but what follows its end failed", device, e);
-        }
-    }
-
-    private void closeOutputs() throws IOException {
-        try {
-            writeSummary();
-        } catch (IOException e) {
-            // Closing after a failure (a full disk, say): an exception here would be one in
-            // Flink's failure handling, which it answers by stopping the whole TaskManager. At
-            // the end of the input flush() has written the summary already, or failed the job.
-            LOG.warn("device {}: could not write its summary on close: {}", device, e.toString());
-        } finally {
-            try {
-                if (trace != null) {
-                    trace.close();
-                }
-            } finally {
-                accelerator.close();
-            }
-        }
+        RunEndLatch.closedAfterLastStep(groupId, devices, device, runEnd, outputDir);
     }
 
     /** What this device has done so far. */
@@ -414,31 +343,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     /** What this device's GPU read since this writer started; empty without a GPU or reading. */
     public Optional<GpuStats> gpuStats() {
-        return gpu.stats();
-    }
-
-    /**
-     * The batch with every patch present: samples that arrived as identities (restored from a
-     * checkpoint, or prepared in another JVM) are prepared again here, bit-identically.
-     */
-    private Batch materialized(Batch batch) throws Exception {
-        int missing = SampleRecipe.missing(batch);
-        if (missing == 0) {
-            return batch;
-        }
-        if (recipe == null) {
-            throw new IllegalStateException(
-                    "device "
-                            + device
-                            + ": "
-                            + missing
-                            + " sample(s) of batch "
-                            + batch.sequence()
-                            + " arrived without their patch and the trainer sink has no recipe to"
-                            + " prepare them (TrainerSink.builder().optRecipe)");
-        }
-        preparedAgain.inc(missing);
-        return recipe.materialize(batch, leftOut);
+        return outputs.gpuStats();
     }
 
     /**
@@ -446,7 +351,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
      * whose source went bad is left out and its source quarantined, as the workers do.
      */
     void leaveOutBadSamples(SampleRecipe.LeftOut quarantine) {
-        leftOut = quarantine;
+        preparedAgain.leaveOutBadSamples(quarantine);
     }
 
     /** The device's queue now, as it tells the job's worker schedulers. */
@@ -456,7 +361,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     /** Samples that arrived without their patch and were prepared here again. */
     public long preparedAgain() {
-        return preparedAgain.getCount();
+        return metrics.preparedAgain();
     }
 
     /** Batches held: queued plus the one in training. */
@@ -497,7 +402,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
                 // Preparing a sample again is the loader's work, not the device's: before the
                 // step's clock starts.
-                Batch full = materialized(batch);
+                Batch full = preparedAgain.materialized(batch);
                 if (full.samples().isEmpty()) {
                     if (member != null) {
                         throw new IOException(
@@ -528,28 +433,16 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 long endMillis = System.currentTimeMillis();
                 // Trace lines only for completed steps, before the step counts as done, so that a
                 // checkpoint's committed trace length covers exactly its steps.
-                if (trace != null) {
-                    trace.append(full, step);
-                }
+                outputs.traceStep(full, step);
 
                 lock.lock();
                 try {
-                    long wait = lastStepEndNanos < 0 ? 0 : start - lastStepEndNanos;
-                    long heldBack =
-                            lastStepEndNanos < 0
-                                    ? 0
-                                    : headOfLine.heldNanos(start) - heldAtLastStepEnd;
                     DeviceCounters before = counters;
                     DeviceCounters after =
-                            before.plusStep(full, result, wait, heldBack, startMillis, endMillis);
+                            clock.counted(before, full, result, start, end, startMillis, endMillis);
                     counters = after;
-                    lastStepEndNanos = end;
-                    heldAtLastStepEnd = headOfLine.heldNanos(end);
                     // Metrics before the step counts as done: a drained queue shows them all.
-                    stepsMetric.inc();
-                    fastMetric.inc(after.fast() - before.fast());
-                    slowMetric.inc(after.slow() - before.slow());
-                    samplesMetric.inc(full.samples().size());
+                    metrics.step(before, after, full.samples().size());
                     queue.removeFirst();
                     held = queue.size();
                     stepRunning = false;
@@ -617,23 +510,6 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private void throwIfFailed() throws IOException {
         if (failure != null) {
             throw new IOException(failure.getMessage(), failure.getCause());
-        }
-    }
-
-    private void writeSummary() throws IOException {
-        if (outputDir != null) {
-            DeviceSummary.of(device, accelerator.kind(), counters, gpu.stats().orElse(null))
-                    .write(outputDir);
-        }
-    }
-
-    /** The accelerator's GPU monitor; the absent one, logged, if it fails: metrics never fail. */
-    private static GpuMonitor gpuMonitorOf(Accelerator accelerator, int device) {
-        try {
-            return accelerator.gpuMonitor();
-        } catch (RuntimeException e) {
-            LOG.warn("device {}: no GPU metrics, the GPU monitor failed to open: {}", device, e);
-            return GpuMonitor.absent();
         }
     }
 }

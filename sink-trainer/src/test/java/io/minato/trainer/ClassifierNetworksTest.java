@@ -15,9 +15,11 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.trainer.ImageClassifier.Architecture;
-import io.minato.transform.Patch;
-import io.minato.transform.Shape3;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
+import io.minato.workload.images.ClassifierEvaluation;
+import io.minato.workload.images.ImageClassifier;
+import io.minato.workload.images.ImageClassifier.Architecture;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,12 +44,28 @@ import org.junit.jupiter.api.io.TempDir;
 class ClassifierNetworksTest {
     private static final Shape3 IMAGE = new Shape3(3, 16, 16);
 
-    private static final DjlAccelerator.Settings CNN =
-            new DjlAccelerator.Settings(0.5, 0.05f, 0.9f, 1e-3f, true, 2, 3)
+    private static final TrainingSettings CNN =
+            TrainingSettings.builder()
+                    .setWidth(0.5)
+                    .setLearningRate(0.05f)
+                    .optMomentum(0.9f)
+                    .optWeightDecay(1e-3f)
+                    .optNesterov(true)
+                    .optWarmUp(2, 0f)
+                    .setSeed(3)
+                    .build()
                     .withNetwork(new ImageClassifier(2, 0.5));
 
-    private static final DjlAccelerator.Settings RESNET =
-            new DjlAccelerator.Settings(0.25, 0.05f, 0.9f, 1e-3f, true, 2, 3)
+    private static final TrainingSettings RESNET =
+            TrainingSettings.builder()
+                    .setWidth(0.25)
+                    .setLearningRate(0.05f)
+                    .optMomentum(0.9f)
+                    .optWeightDecay(1e-3f)
+                    .optNesterov(true)
+                    .optWarmUp(2, 0f)
+                    .setSeed(3)
+                    .build()
                     .withNetwork(new ImageClassifier(2, 0.25, Architecture.RESNET18));
 
     private static ExecutorService threads;
@@ -92,9 +110,14 @@ class ClassifierNetworksTest {
         // statistics, which lag weights that move fast, catch up (seen: the held-out top-1 in
         // evaluation mode stays at 0.5 while the training loss is near 0, and reaches 1.0 for every
         // seed tried 40 steps after the decay).
-        DjlAccelerator.Settings settings =
-                new DjlAccelerator.Settings(
-                                0.25, 0.02f, 0.9f, 0f, false, 0, 3, 0f, List.of(20L), 1e-3f)
+        TrainingSettings settings =
+                TrainingSettings.builder()
+                        .setWidth(0.25)
+                        .setLearningRate(0.02f)
+                        .optMomentum(0.9f)
+                        .optDecay(List.of(20L), 1e-3f)
+                        .setSeed(3)
+                        .build()
                         .withNetwork(new ImageClassifier(2, 0.25, Architecture.RESNET18));
         double first;
         double last = Double.NaN;
@@ -196,7 +219,7 @@ class ClassifierNetworksTest {
     }
 
     private static void replicate(
-            DjlAccelerator.Settings settings, DjlAccelerator single, Reference reference)
+            TrainingSettings settings, DjlAccelerator single, Reference reference)
             throws Exception {
         String group = "classifier-dp-" + UUID.randomUUID();
         SplittableRandom r = new SplittableRandom(9);
@@ -303,7 +326,13 @@ class ClassifierNetworksTest {
             cnn = c.initializedState();
         }
         try (DjlAccelerator u =
-                new DjlAccelerator(new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 0, 3))) {
+                new DjlAccelerator(
+                        TrainingSettings.builder()
+                                .setWidth(0.125)
+                                .setLearningRate(0.01f)
+                                .optMomentum(0.9f)
+                                .setSeed(3)
+                                .build())) {
             u.restore(cnn);
             assertThatThrownBy(u::initializedState)
                     .isInstanceOf(IllegalStateException.class)

@@ -6,8 +6,8 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.transform.Patch;
-import io.minato.transform.Shape3;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -28,8 +28,16 @@ import org.junit.jupiter.api.Test;
  */
 class DataParallelTest {
     // Momentum, weight decay and Nesterov all on: each enters the update the replicas share.
-    private static final DjlAccelerator.Settings SETTINGS =
-            new DjlAccelerator.Settings(0.125, 0.05f, 0.9f, 1e-3f, true, 2, 11);
+    private static final TrainingSettings SETTINGS =
+            TrainingSettings.builder()
+                    .setWidth(0.125)
+                    .setLearningRate(0.05f)
+                    .optMomentum(0.9f)
+                    .optWeightDecay(1e-3f)
+                    .optNesterov(true)
+                    .optWarmUp(2, 0f)
+                    .setSeed(11)
+                    .build();
 
     private static ExecutorService threads;
 

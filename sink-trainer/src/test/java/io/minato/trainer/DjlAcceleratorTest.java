@@ -7,24 +7,35 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.training.tracker.Tracker;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
 import io.minato.trainer.gpu.FlinkGpusTest;
 import io.minato.trainer.gpu.GpuMonitor;
-import io.minato.trainer.unet.Unet3d;
-import io.minato.transform.Patch;
-import io.minato.transform.Shape3;
+import io.minato.workload.images.ImageClassifier;
+import io.minato.workload.kits19.unet.Unet3d;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class DjlAcceleratorTest {
-    private static final DjlAccelerator.Settings SETTINGS =
-            new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 2, 3);
+    private static final TrainingSettings SETTINGS =
+            TrainingSettings.builder()
+                    .setWidth(0.125)
+                    .setLearningRate(0.01f)
+                    .optMomentum(0.9f)
+                    .optWarmUp(2, 0f)
+                    .setSeed(3)
+                    .build();
 
     /** The train command names GPU replicas gpu:N; DJL's own Device.fromName refuses that. */
     @Test
@@ -86,31 +97,104 @@ class DjlAcceleratorTest {
 
     @Test
     void shouldFollowTheReferenceScheduleWarmUpThenMultiStepDecay() {
-        DjlAccelerator.Settings s =
-                new DjlAccelerator.Settings(
-                        0.125, 0.1f, 0.9f, 0f, false, 4, 3, 0.02f, List.of(6L, 8L), 0.5f);
-        assertThat(s.learningRate(0)).isEqualTo(0.02f);
-        assertThat(s.learningRate(2)).isCloseTo(0.06f, within(1e-7f));
-        assertThat(s.learningRate(4)).isEqualTo(0.1f);
-        assertThat(s.learningRate(5)).isEqualTo(0.1f);
-        assertThat(s.learningRate(6)).isCloseTo(0.05f, within(1e-7f));
-        assertThat(s.learningRate(8)).isCloseTo(0.025f, within(1e-7f));
-        assertThat(new DjlAccelerator.Settings(0.125, 0.1f, 0.9f, 0, 3).learningRate(1))
+        Tracker s =
+                TrainingSettings.builder()
+                        .setWidth(0.125)
+                        .setLearningRate(0.1f)
+                        .optWarmUp(4, 0.02f)
+                        .optDecay(List.of(6L, 8L), 0.5f)
+                        .setSeed(3)
+                        .build()
+                        .learningRates();
+        assertThat(s.getNewValue(0)).isEqualTo(0.02f);
+        assertThat(s.getNewValue(2)).isCloseTo(0.06f, within(1e-7f));
+        assertThat(s.getNewValue(4)).isEqualTo(0.1f);
+        assertThat(s.getNewValue(5)).isEqualTo(0.1f);
+        assertThat(s.getNewValue(6)).isCloseTo(0.05f, within(1e-7f));
+        assertThat(s.getNewValue(8)).isCloseTo(0.025f, within(1e-7f));
+        assertThat(
+                        TrainingSettings.builder()
+                                .setWidth(0.125)
+                                .setLearningRate(0.1f)
+                                .setSeed(3)
+                                .build()
+                                .learningRates()
+                                .getNewValue(1))
                 .isEqualTo(0.1f);
-        assertThatThrownBy(
-                        () ->
-                                new DjlAccelerator.Settings(
-                                        0.125,
-                                        0.1f,
-                                        0.9f,
-                                        0f,
-                                        false,
-                                        4,
-                                        3,
-                                        0f,
-                                        List.of(8L, 6L),
-                                        0.5f))
+        var builder = TrainingSettings.builder().setWidth(0.125).setLearningRate(0.1f).setSeed(3);
+        assertThatThrownBy(() -> builder.optWarmUp(4, 0f).optDecay(List.of(8L, 6L), 0.5f).build())
                 .hasMessageContaining("decay steps must be increasing");
+        assertThatThrownBy(() -> builder.optWarmUp(4, 0f).optDecay(List.of(4L), 0.5f).build())
+                .hasMessage("decay steps must come after the 4 warm-up steps: [4]");
+        assertThatThrownBy(() -> TrainingSettings.builder().setWidth(1).setSeed(3).build())
+                .hasMessage("width, learning rate and seed must be set");
+    }
+
+    /**
+     * DJL's trackers give every step of a schedule the rate of the reference's formula, written out
+     * here: in the warm-up to the float's last bit (DJL interpolates in float, the formula in
+     * double), after it exactly; steps go in order, as a trainer's do, and out of order.
+     */
+    @ParameterizedTest(name = "{0} warm-up steps from {1} to {2}, x {4} at {3}")
+    @CsvSource({
+        "20, 0, 0.1, '', 1", // the train command's defaults
+        "20, 0, 0.1, 800, 0.1", // the demo's schedule
+        "4, 0.02, 0.1, 6;8, 0.5",
+        "1, 0, 0.1, 2, 0.5",
+        "100, 0.001, 0.3, 101;400;1000, 0.3",
+        "37, 0.0001, 0.05, 38;39;500, 2",
+        "0, 0, 0.002, 1;3;7, 0.1",
+    })
+    void shouldGiveEveryStepTheRateOfTheReferenceFormula(
+            int warmup, float start, float rate, String decay, float factor) {
+        List<Long> milestones =
+                decay.isEmpty()
+                        ? List.of()
+                        : Arrays.stream(decay.split(";")).map(Long::valueOf).toList();
+        TrainingSettings settings =
+                TrainingSettings.builder()
+                        .setWidth(0.125)
+                        .setLearningRate(rate)
+                        .optWarmUp(warmup, start)
+                        .optDecay(milestones, factor)
+                        .setSeed(3)
+                        .build();
+        long last = (milestones.isEmpty() ? warmup : milestones.get(milestones.size() - 1)) + 50;
+        Tracker inOrder = settings.learningRates();
+        int exact = 0;
+        for (int step = 0; step <= last; step++) {
+            float expected = referenceRate(step, warmup, start, rate, milestones, factor);
+            float actual = inOrder.getNewValue(step);
+            if (step < warmup) {
+                // Positive floats in order have consecutive bits: one apart is one ulp.
+                assertThat(Math.abs(Float.floatToIntBits(actual) - Float.floatToIntBits(expected)))
+                        .as("step %d: %s for %s", step, actual, expected)
+                        .isLessThanOrEqualTo(1);
+            } else {
+                assertThat(actual).as("step %d", step).isEqualTo(expected);
+            }
+            exact += actual == expected ? 1 : 0;
+        }
+        assertThat(exact).isGreaterThan((int) (last * 9 / 10));
+        Tracker backwards = settings.learningRates();
+        for (int step = (int) last; step >= 0; step--) {
+            assertThat(backwards.getNewValue(step)).isEqualTo(inOrder.getNewValue(step));
+        }
+    }
+
+    /** The MLPerf reference's linear warm-up and MultiStepLR, in global steps. */
+    private static float referenceRate(
+            long step, int warmup, float start, float rate, List<Long> decay, float factor) {
+        if (step < warmup) {
+            return (float) (start + (rate - start) * ((double) step / warmup));
+        }
+        double lr = rate;
+        for (long milestone : decay) {
+            if (step >= milestone) {
+                lr *= factor;
+            }
+        }
+        return (float) lr;
     }
 
     @Test
@@ -233,7 +317,14 @@ class DjlAcceleratorTest {
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
             narrow = a.initializedState();
         }
-        DjlAccelerator.Settings wide = new DjlAccelerator.Settings(0.25, 0.01f, 0.9f, 2, 3);
+        TrainingSettings wide =
+                TrainingSettings.builder()
+                        .setWidth(0.25)
+                        .setLearningRate(0.01f)
+                        .optMomentum(0.9f)
+                        .optWarmUp(2, 0f)
+                        .setSeed(3)
+                        .build();
         try (DjlAccelerator b = new DjlAccelerator(wide)) {
             b.restore(narrow);
             assertThatThrownBy(() -> b.train(batch()))

@@ -9,8 +9,10 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.transform.Patch;
-import io.minato.transform.Shape3;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
+import io.minato.workload.images.ClassifierEvaluation;
+import io.minato.workload.images.ImageClassifier;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,8 +29,13 @@ class ImageClassifierTest {
 
     private static final Shape3 IMAGE = new Shape3(3, 16, 16);
 
-    private static final DjlAccelerator.Settings SETTINGS =
-            new DjlAccelerator.Settings(0.5, 0.05f, 0.9f, 0, 3)
+    private static final TrainingSettings SETTINGS =
+            TrainingSettings.builder()
+                    .setWidth(0.5)
+                    .setLearningRate(0.05f)
+                    .optMomentum(0.9f)
+                    .setSeed(3)
+                    .build()
                     .withNetwork(new ImageClassifier(2, 0.5));
 
     /** Class 1: the left half bright; class 0: the right half; noise everywhere. */
@@ -138,7 +145,13 @@ class ImageClassifierTest {
         }
         byte[] unet;
         try (DjlAccelerator u =
-                new DjlAccelerator(new DjlAccelerator.Settings(0.125, 0.01f, 0.9f, 0, 3))) {
+                new DjlAccelerator(
+                        TrainingSettings.builder()
+                                .setWidth(0.125)
+                                .setLearningRate(0.01f)
+                                .optMomentum(0.9f)
+                                .setSeed(3)
+                                .build())) {
             unet = u.initializedState();
             assertThatThrownBy(() -> u.train(batch(0, 2, r)))
                     .isInstanceOf(IllegalArgumentException.class)

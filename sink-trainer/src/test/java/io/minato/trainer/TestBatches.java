@@ -1,17 +1,17 @@
 package io.minato.trainer;
 
-import io.minato.data.CaseFiles;
-import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
 import io.minato.npy.NpyWriter;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.transform.Patch;
-import io.minato.transform.Preparation;
-import io.minato.transform.Shape3;
-import io.minato.transform.TransformConfig;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.Preparation;
+import io.minato.workload.kits19.TransformConfig;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

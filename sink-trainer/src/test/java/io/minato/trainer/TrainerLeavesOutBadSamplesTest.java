@@ -4,15 +4,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.minato.data.BadInputException;
-import io.minato.data.CaseFiles;
-import io.minato.loader.CaseTable;
 import io.minato.loader.SampleRecipe;
 import io.minato.npy.NpyWriter;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.transform.TransformConfig;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.TransformConfig;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;

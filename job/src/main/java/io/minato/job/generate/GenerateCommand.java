@@ -1,5 +1,7 @@
 package io.minato.job.generate;
 
+import io.minato.workload.images.ImageSetGenerator;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;

@@ -1,17 +1,17 @@
 package io.minato.job.profile;
 
 import io.minato.data.BadInputException;
-import io.minato.data.CaseCache;
-import io.minato.data.CaseCheck;
-import io.minato.data.CaseFiles;
 import io.minato.data.EpochOrder;
 import io.minato.job.DataOptions;
+import io.minato.spi.SampleKey;
 import io.minato.stats.CpuClock;
 import io.minato.stats.Distribution;
-import io.minato.transform.Preparation;
-import io.minato.transform.SampleKey;
-import io.minato.transform.TransformConfig;
-import io.minato.transform.Volume;
+import io.minato.workload.kits19.CaseCache;
+import io.minato.workload.kits19.CaseCheck;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.Preparation;
+import io.minato.workload.kits19.TransformConfig;
+import io.minato.workload.kits19.Volume;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;

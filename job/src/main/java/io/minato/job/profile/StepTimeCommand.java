@@ -4,10 +4,11 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
 import io.minato.trainer.DjlAccelerator;
-import io.minato.trainer.unet.Unet3d;
-import io.minato.transform.Patch;
-import io.minato.transform.Shape3;
+import io.minato.trainer.TrainingSettings;
+import io.minato.workload.kits19.unet.Unet3d;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -112,7 +113,13 @@ public final class StepTimeCommand implements Callable<Integer> {
         Batch b = batch(patch);
         long[] ms = new long[repeats];
         try (DjlAccelerator trainer =
-                new DjlAccelerator(new DjlAccelerator.Settings(width, 0.01f, 0.9f, 0, 1))) {
+                new DjlAccelerator(
+                        TrainingSettings.builder()
+                                .setWidth(width)
+                                .setLearningRate(0.01f)
+                                .optMomentum(0.9f)
+                                .setSeed(1)
+                                .build())) {
             trainer.train(b); // libtorch's and the JIT's first-time costs
             for (int i = 0; i < repeats; i++) {
                 long start = System.nanoTime();

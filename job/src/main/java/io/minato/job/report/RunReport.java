@@ -4,8 +4,8 @@ import io.minato.job.DataOptions;
 import io.minato.job.Evaluation;
 import io.minato.stats.Distribution;
 import io.minato.trainer.DeviceSummary;
-import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TraceFiles;
+import io.minato.trainer.TrainingSettings;
 import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
 import java.io.Serializable;
@@ -60,7 +60,7 @@ public final class RunReport {
             Double timeoutMs,
             Evaluation.Dice dice,
             Accuracy accuracy,
-            DjlAccelerator.Settings optimizer,
+            TrainingSettings optimizer,
             CacheCounts caseCache,
             DataOptions.Tail tail,
             List<RunSampler.Sample> memory,
@@ -514,7 +514,7 @@ public final class RunReport {
                                 + DeviceSummary.Json.number(lastLoss)
                                 + "}");
         b.append(",\n");
-        DjlAccelerator.Settings o = in.optimizer();
+        TrainingSettings o = in.optimizer();
         b.append("  \"optimizer\": ");
         b.append(
                 o == null
@@ -581,7 +581,7 @@ public final class RunReport {
     }
 
     /** The learning-rate schedule in words, for people reading the report. */
-    static String schedule(DjlAccelerator.Settings o) {
+    static String schedule(TrainingSettings o) {
         StringBuilder b = new StringBuilder();
         if (o.warmupSteps() > 0) {
             b.append("linear warm-up from ")

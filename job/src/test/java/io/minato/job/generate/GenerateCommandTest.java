@@ -2,6 +2,7 @@ package io.minato.job.generate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;

@@ -3,8 +3,9 @@ package io.minato.job.generate;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.minato.image.ImageFile;
-import io.minato.image.ImageFolder;
+import io.minato.workload.images.ImageFile;
+import io.minato.workload.images.ImageFolder;
+import io.minato.workload.images.ImageSetGenerator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

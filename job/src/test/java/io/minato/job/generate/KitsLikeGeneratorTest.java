@@ -4,7 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.offset;
 
-import io.minato.job.generate.KitsLikeGenerator.GeneratedCase;
+import io.minato.workload.kits19.KitsLikeGenerator;
+import io.minato.workload.kits19.KitsLikeGenerator.GeneratedCase;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

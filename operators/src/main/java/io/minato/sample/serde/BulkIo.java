@@ -1,6 +1,6 @@
 package io.minato.sample.serde;
 
-import io.minato.transform.FloatIo;
+import io.minato.spi.FloatIo;
 import java.io.IOException;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;

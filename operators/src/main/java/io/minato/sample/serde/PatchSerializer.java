@@ -1,7 +1,7 @@
 package io.minato.sample.serde;
 
-import io.minato.transform.Patch;
-import io.minato.transform.Shape3;
+import io.minato.spi.Patch;
+import io.minato.spi.Shape3;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;

@@ -4,7 +4,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.transform.Patch;
+import io.minato.spi.Patch;
 import java.io.IOException;
 import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;

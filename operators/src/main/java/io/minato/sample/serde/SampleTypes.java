@@ -5,7 +5,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
-import io.minato.transform.Patch;
+import io.minato.spi.Patch;
 import java.lang.reflect.Type;
 import java.util.Map;
 import org.apache.flink.api.common.typeinfo.TypeInfoFactory;

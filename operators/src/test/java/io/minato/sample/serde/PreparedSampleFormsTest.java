@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
-import io.minato.transform.Shape3;
+import io.minato.spi.Shape3;
 import java.util.Arrays;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;

@@ -2,7 +2,7 @@ package io.minato.sample.serde;
 
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
-import io.minato.transform.Shape3;
+import io.minato.spi.Shape3;
 import org.apache.flink.api.common.typeutils.SerializerTestBase;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 

@@ -7,7 +7,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.sample.UnfinishedSample;
-import io.minato.transform.Shape3;
+import io.minato.spi.Shape3;
 import java.util.Map;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.serialization.SerializerConfigImpl;

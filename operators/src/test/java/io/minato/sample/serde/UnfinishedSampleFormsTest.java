@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.UnfinishedSample;
-import io.minato.transform.Preparation;
-import io.minato.transform.Volume;
+import io.minato.workload.kits19.Preparation;
+import io.minato.workload.kits19.Volume;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,7 @@
 package io.minato.sample.serde;
 
 import io.minato.sample.UnfinishedSample;
-import io.minato.transform.Preparation.Step;
+import io.minato.workload.kits19.Preparation.Step;
 import org.apache.flink.api.common.typeutils.SerializerTestBase;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 

@@ -1,6 +1,0 @@
-package io.minato.data;
-
-import io.minato.transform.Shape3;
-
-/** A case that passed {@link CaseCheck#check}: its shape and foreground voxel counts. */
-public record CaseInfo(CaseFiles files, Shape3 shape, long kidneyVoxels, long tumourVoxels) {}

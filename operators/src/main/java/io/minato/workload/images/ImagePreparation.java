@@ -1,0 +1,443 @@
+package io.minato.workload.images;
+
+import io.minato.data.BadInputException;
+import io.minato.spi.FileMemo;
+import io.minato.spi.Patch;
+import io.minato.spi.PatchPool;
+import io.minato.spi.SampleKey;
+import io.minato.spi.SampleRandom;
+import io.minato.spi.Shape3;
+import io.minato.spi.Steps;
+import java.awt.image.BufferedImage;
+import java.io.DataInput;
+import java.io.DataOutput;
+import java.io.IOException;
+import java.util.Objects;
+
+/**
+ * torchvision's ImageNet training transforms of one image as resumable steps: decode,
+ * RandomResizedCrop (the window, then a bilinear resize in slabs of rows), RandomHorizontalFlip,
+ * ColorJitter (brightness, contrast, saturation in a random order) and Normalize, into a float CHW
+ * patch of (3, size, size) whose target is the image's class.
+ *
+ * <p>The cost is mostly the decode, which grows with the image: a large JPEG is the images
+ * workload's slow sample. The decoded pixels depend on the file alone, so they are remembered
+ * ({@link FileMemo}, within its memory bound) and a later epoch's sample of the same image starts
+ * at its crop. Every random choice comes from a {@link SampleRandom} stream keyed by the sample, so
+ * a preparation resumed elsewhere ends as the same bytes. Between the decode and the end of the
+ * resize the state holds the decoded pixels; after, only the patch.
+ */
+public final class ImagePreparation implements Steps<EncodedImage> {
+
+    /** The steps, in order; RESIZE runs once per slab of output rows. */
+    public enum Step {
+        DECODE,
+        CROP,
+        RESIZE,
+        FLIP,
+        JITTER,
+        NORMALIZE,
+        DONE
+    }
+
+    /** An image's decoded pixels, 0xRRGGBB row by row: what {@link FileMemo} keeps. */
+    public record Decoded(int width, int height, int[] rgb) {
+
+        /** What it holds in memory. */
+        public long bytes() {
+            return 4L * rgb.length + 32;
+        }
+    }
+
+    private final SampleKey key;
+    private final ImageConfig config;
+    private final FileMemo<Decoded> memo;
+    private Step step = Step.DECODE;
+    private int label;
+    private int width;
+    private int height;
+
+    /**
+     * Decoded pixels, 0xRRGGBB row by row; between DECODE and the end of RESIZE. Never written: it
+     * may be the memo's, shared by other samples of the same image.
+     */
+    private int[] rgb;
+
+    /** Whether {@link #rgb} is the memo's: held by it, not by this sample. */
+    private boolean sharedPixels;
+
+    /** The crop window in the decoded image: top, left, height, width. */
+    private int top;
+
+    private int left;
+    private int cropHeight;
+    private int cropWidth;
+    private Patch patch;
+    private int rowCursor;
+
+    ImagePreparation(SampleKey key, ImageConfig config, FileMemo<Decoded> memo) {
+        this.key = Objects.requireNonNull(key);
+        this.config = Objects.requireNonNull(config);
+        this.memo = Objects.requireNonNull(memo);
+    }
+
+    @Override
+    public SampleKey key() {
+        return key;
+    }
+
+    public Step step() {
+        return step;
+    }
+
+    @Override
+    public boolean isDone() {
+        return step == Step.DONE;
+    }
+
+    @Override
+    public Patch result() {
+        if (!isDone()) {
+            throw new IllegalStateException("preparation of " + key + " stopped at " + step);
+        }
+        return patch;
+    }
+
+    @Override
+    public void advance(EncodedImage source) throws BadInputException {
+        switch (step) {
+            case DECODE -> decode(source);
+            case CROP -> crop();
+            case RESIZE -> resizeSlab();
+            case FLIP -> flip();
+            case JITTER -> jitter();
+            case NORMALIZE -> normalize();
+            case DONE -> throw new IllegalStateException("preparation of " + key + " is done");
+        }
+    }
+
+    /** The image's pixels: remembered from an earlier sample of it, or decoded (and remembered). */
+    private void decode(EncodedImage source) throws BadInputException {
+        label = source.file().label();
+        FileMemo.Lookup<Decoded> known = memo.lookup(source.file().file());
+        Decoded decoded = known.value();
+        sharedPixels = decoded != null;
+        if (decoded == null) {
+            BufferedImage image = ImageDecoding.decodeImage(source);
+            decoded = new Decoded(image.getWidth(), image.getHeight(), ImageDecoding.pixels(image));
+            sharedPixels = known.remember(decoded);
+        }
+        width = decoded.width();
+        height = decoded.height();
+        rgb = decoded.rgb();
+        step = Step.CROP;
+    }
+
+    /** torchvision's RandomResizedCrop.get_params: ten tries, then a centre crop. */
+    private void crop() {
+        int[] window =
+                cropWindow(
+                        width,
+                        height,
+                        config,
+                        SampleRandom.of(key, SampleRandom.Stream.IMAGE_CROP, 0));
+        top = window[0];
+        left = window[1];
+        cropHeight = window[2];
+        cropWidth = window[3];
+        step = Step.RESIZE;
+    }
+
+    /** {top, left, height, width} of the crop of a {@code w} x {@code h} image. */
+    static int[] cropWindow(int w, int h, ImageConfig config, SampleRandom random) {
+        double area = (double) w * h;
+        double logMin = Math.log(config.ratioMin());
+        double logMax = Math.log(config.ratioMax());
+        for (int attempt = 0; attempt < 10; attempt++) {
+            double target = area * random.nextDouble(config.scaleMin(), config.scaleMax());
+            double aspect = Math.exp(random.nextDouble(logMin, logMax));
+            int cw = (int) Math.rint(Math.sqrt(target * aspect));
+            int ch = (int) Math.rint(Math.sqrt(target / aspect));
+            if (cw > 0 && cw <= w && ch > 0 && ch <= h) {
+                int i = random.nextInt(h - ch + 1);
+                int j = random.nextInt(w - cw + 1);
+                return new int[] {i, j, ch, cw};
+            }
+        }
+        double ratio = (double) w / h;
+        int cw;
+        int ch;
+        if (ratio < config.ratioMin()) {
+            cw = w;
+            ch = (int) Math.rint(cw / config.ratioMin());
+        } else if (ratio > config.ratioMax()) {
+            ch = h;
+            cw = (int) Math.rint(ch * config.ratioMax());
+        } else {
+            cw = w;
+            ch = h;
+        }
+        return new int[] {(h - ch) / 2, (w - cw) / 2, ch, cw};
+    }
+
+    private void resizeSlab() {
+        int s = config.size();
+        if (patch == null) {
+            patch = PatchPool.jvm().take(new Shape3(3, s, s), Patch.CLASS_BYTES);
+            rowCursor = 0;
+        }
+        int rows = (int) Math.max(1, Math.min(s, config.pixelsPerStep() / s));
+        int end = Math.min(s, rowCursor + rows);
+        resize(rgb, width, top, left, cropHeight, cropWidth, patch.image(), s, rowCursor, end);
+        rowCursor = end;
+        if (rowCursor == s) {
+            rgb = null; // the decoded pixels are not needed any more
+            rowCursor = 0;
+            step = Step.FLIP;
+        }
+    }
+
+    /**
+     * Bilinear resize (half-pixel centres, as align_corners=False; no antialiasing) of the window
+     * (top, left, ch, cw) of {@code rgb} to {@code s} x {@code s}, output rows [from, to), written
+     * as channel planes of values in [0, 1] (ToTensor's scale).
+     */
+    static void resize(
+            int[] rgb,
+            int stride,
+            int top,
+            int left,
+            int ch,
+            int cw,
+            float[] out,
+            int s,
+            int from,
+            int to) {
+        int[] x0 = new int[s];
+        int[] x1 = new int[s];
+        float[] wx = new float[s];
+        double sx = (double) cw / s;
+        for (int ox = 0; ox < s; ox++) {
+            double x = Math.min(cw - 1, Math.max(0, (ox + 0.5) * sx - 0.5));
+            int xi = (int) x;
+            x0[ox] = left + xi;
+            x1[ox] = left + Math.min(xi + 1, cw - 1);
+            wx[ox] = (float) (x - xi);
+        }
+        double sy = (double) ch / s;
+        int plane = s * s;
+        for (int oy = from; oy < to; oy++) {
+            double y = Math.min(ch - 1, Math.max(0, (oy + 0.5) * sy - 0.5));
+            int yi = (int) y;
+            float wy = (float) (y - yi);
+            int r0 = (top + yi) * stride;
+            int r1 = (top + Math.min(yi + 1, ch - 1)) * stride;
+            int o = oy * s;
+            for (int ox = 0; ox < s; ox++) {
+                int p00 = rgb[r0 + x0[ox]];
+                int p01 = rgb[r0 + x1[ox]];
+                int p10 = rgb[r1 + x0[ox]];
+                int p11 = rgb[r1 + x1[ox]];
+                float a = wx[ox];
+                for (int c = 0, shift = 16; c < 3; c++, shift -= 8) {
+                    float v00 = (p00 >>> shift) & 0xFF;
+                    float v01 = (p01 >>> shift) & 0xFF;
+                    float v10 = (p10 >>> shift) & 0xFF;
+                    float v11 = (p11 >>> shift) & 0xFF;
+                    float upper = v00 + a * (v01 - v00);
+                    float lower = v10 + a * (v11 - v10);
+                    out[c * plane + o + ox] = (upper + wy * (lower - upper)) / 255f;
+                }
+            }
+        }
+    }
+
+    private void flip() {
+        if (SampleRandom.of(key, SampleRandom.Stream.IMAGE_FLIP, 0).nextDouble()
+                < config.flipProbability()) {
+            int s = config.size();
+            float[] v = patch.image();
+            for (int row = 0; row < 3 * s; row++) {
+                for (int a = row * s, b = a + s - 1; a < b; a++, b--) {
+                    float t = v[a];
+                    v[a] = v[b];
+                    v[b] = t;
+                }
+            }
+        }
+        step = Step.JITTER;
+    }
+
+    /** ColorJitter: brightness, contrast and saturation factors, applied in a random order. */
+    private void jitter() {
+        SampleRandom random = SampleRandom.of(key, SampleRandom.Stream.IMAGE_JITTER, 0);
+        int[] order = {0, 1, 2};
+        for (int i = 2; i > 0; i--) {
+            int j = random.nextInt(i + 1);
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        double b = factor(random, config.brightness());
+        double c = factor(random, config.contrast());
+        double sat = factor(random, config.saturation());
+        float[] v = patch.image();
+        int plane = config.size() * config.size();
+        for (int op : order) {
+            switch (op) {
+                case 0 -> blend(v, (float) b, 0f, plane);
+                case 1 -> {
+                    double mean = 0;
+                    for (int i = 0; i < plane; i++) {
+                        mean += grey(v, i, plane);
+                    }
+                    blendConstant(v, (float) c, (float) (mean / plane));
+                }
+                default -> saturate(v, (float) sat, plane);
+            }
+        }
+        step = Step.NORMALIZE;
+    }
+
+    /** Uniform in [max(0, 1 - s), 1 + s]; 1 (no change) for strength 0. */
+    private static double factor(SampleRandom random, double strength) {
+        return strength == 0 ? 1 : random.nextDouble(Math.max(0, 1 - strength), 1 + strength);
+    }
+
+    /** torchvision's rgb_to_grayscale weights. */
+    private static float grey(float[] v, int i, int plane) {
+        return 0.2989f * v[i] + 0.587f * v[plane + i] + 0.114f * v[2 * plane + i];
+    }
+
+    private static float clamp(float x) {
+        return x < 0 ? 0 : (x > 1 ? 1 : x);
+    }
+
+    /** Brightness: {@code f * v} (blended with black), clamped. */
+    private static void blend(float[] v, float f, float other, int plane) {
+        for (int i = 0; i < 3 * plane; i++) {
+            v[i] = clamp(f * v[i] + (1 - f) * other);
+        }
+    }
+
+    /** Contrast: blended with the image's mean grey, clamped. */
+    private static void blendConstant(float[] v, float f, float mean) {
+        for (int i = 0; i < v.length; i++) {
+            v[i] = clamp(f * v[i] + (1 - f) * mean);
+        }
+    }
+
+    /** Saturation: blended with each pixel's grey, clamped. */
+    private static void saturate(float[] v, float f, int plane) {
+        for (int i = 0; i < plane; i++) {
+            float g = (1 - f) * grey(v, i, plane);
+            v[i] = clamp(f * v[i] + g);
+            v[plane + i] = clamp(f * v[plane + i] + g);
+            v[2 * plane + i] = clamp(f * v[2 * plane + i] + g);
+        }
+    }
+
+    private void normalize() {
+        normalize(patch.image(), config);
+        patch.setClassIndex(label);
+        step = Step.DONE;
+    }
+
+    static void normalize(float[] v, ImageConfig config) {
+        int plane = v.length / 3;
+        for (int c = 0; c < 3; c++) {
+            float mean = (float) config.mean(c);
+            float inv = (float) (1 / config.std(c));
+            for (int i = c * plane, n = i + plane; i < n; i++) {
+                v[i] = (v[i] - mean) * inv;
+            }
+        }
+    }
+
+    @Override
+    public long heldBytes() {
+        long pixels = rgb == null || sharedPixels ? 0 : 4L * rgb.length;
+        return 256 + pixels + (patch == null ? 0 : patch.bytes());
+    }
+
+    // ---- serialization ----
+
+    private static final int FORMAT = 1;
+
+    @Override
+    public void writeTo(DataOutput out) throws IOException {
+        out.writeByte(FORMAT);
+        out.writeLong(key.seed());
+        out.writeInt(key.epoch());
+        out.writeLong(key.index());
+        out.writeByte(step.ordinal());
+        out.writeInt(label);
+        out.writeInt(width);
+        out.writeInt(height);
+        out.writeInt(top);
+        out.writeInt(left);
+        out.writeInt(cropHeight);
+        out.writeInt(cropWidth);
+        out.writeInt(rowCursor);
+        out.writeBoolean(rgb != null);
+        if (rgb != null) {
+            byte[] bytes = new byte[3 * rgb.length];
+            for (int i = 0, o = 0; i < rgb.length; i++) {
+                int p = rgb[i];
+                bytes[o++] = (byte) (p >>> 16);
+                bytes[o++] = (byte) (p >>> 8);
+                bytes[o++] = (byte) p;
+            }
+            out.write(bytes);
+        }
+        out.writeBoolean(patch != null);
+        if (patch != null) {
+            patch.writeTo(out);
+        }
+    }
+
+    static ImagePreparation readFrom(DataInput in, ImageConfig config, FileMemo<Decoded> memo)
+            throws IOException {
+        int format = in.readUnsignedByte();
+        if (format != FORMAT) {
+            throw new IOException("unknown image preparation state format " + format);
+        }
+        ImagePreparation p =
+                new ImagePreparation(
+                        new SampleKey(in.readLong(), in.readInt(), in.readLong()), config, memo);
+        int step = in.readUnsignedByte();
+        if (step >= Step.values().length) {
+            throw new IOException("corrupt image preparation state: step " + step);
+        }
+        p.step = Step.values()[step];
+        p.label = in.readInt();
+        p.width = in.readInt();
+        p.height = in.readInt();
+        p.top = in.readInt();
+        p.left = in.readInt();
+        p.cropHeight = in.readInt();
+        p.cropWidth = in.readInt();
+        p.rowCursor = in.readInt();
+        if (in.readBoolean()) {
+            long pixels = (long) p.width * p.height;
+            if (p.width <= 0 || p.height <= 0 || pixels > ImageFolder.MAX_PIXELS) {
+                throw new IOException(
+                        "corrupt image preparation state: " + p.width + "x" + p.height);
+            }
+            byte[] bytes = new byte[(int) (3 * pixels)];
+            in.readFully(bytes);
+            int[] rgb = new int[(int) pixels];
+            for (int i = 0, o = 0; i < rgb.length; i++, o += 3) {
+                rgb[i] =
+                        (bytes[o] & 0xFF) << 16
+                                | (bytes[o + 1] & 0xFF) << 8
+                                | (bytes[o + 2] & 0xFF);
+            }
+            p.rgb = rgb;
+        }
+        if (in.readBoolean()) {
+            p.patch = Patch.readFrom(in);
+        }
+        return p;
+    }
+}

@@ -1,0 +1,265 @@
+package io.minato.trainer;
+
+import ai.djl.Model;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.nn.Parameter;
+import ai.djl.nn.ParameterList;
+import ai.djl.pytorch.engine.PtNDArray;
+import ai.djl.pytorch.jni.JniUtils;
+import io.minato.workload.kits19.Unet3dNetwork;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A model's arrays on its device as {@link DjlAccelerator} trains them: the trainable parameters
+ * with their gradients and SGD momentum, and the arrays no gradient trains (batch norm's running
+ * statistics). It flattens what replicas average into one host vector and takes the average back,
+ * and writes and reads the training state of checkpoints.
+ */
+final class DeviceParameters {
+    private static final int STATE_MAGIC = 0x4D4E5332; // "MNS2": names its network
+
+    /** The state before networks were named: the same layout without the name, a 3D-UNet's. */
+    private static final int UNET_STATE_MAGIC = 0x4D4E5331; // "MNS1"
+
+    private final ParameterList named; // every array of the block, in its order
+    private final boolean[] trainable; // per array of the block
+    private final NDArray[] weights; // the trainable parameters' arrays, in parameter order
+    private final NDArray[] velocity; // SGD momentum buffers, in trainable parameter order
+    private final int[] lengths; // values per trainable parameter
+    private final long gradientLength;
+    private final NDArray[] buffers; // the arrays trained by no gradient, in order
+    private final int[] bufferLengths;
+    private final long bufferLength;
+
+    /**
+     * The initialised {@code model}'s arrays; momentum starts at zero in {@code state}, which lives
+     * on the model's device as long as this does.
+     */
+    DeviceParameters(Model model, NDManager state) {
+        named = model.getBlock().getParameters();
+        List<Parameter> parameters = new ArrayList<>();
+        List<Parameter> untrained = new ArrayList<>();
+        trainable = new boolean[named.size()];
+        for (int i = 0; i < trainable.length; i++) {
+            Parameter p = named.get(i).getValue();
+            // DJL's own flag: batch norm's running statistics say no, every weight yes.
+            trainable[i] = p.requiresGradient();
+            (trainable[i] ? parameters : untrained).add(p);
+        }
+        weights = new NDArray[parameters.size()];
+        velocity = new NDArray[parameters.size()];
+        lengths = new int[parameters.size()];
+        long total = 0;
+        for (int i = 0; i < weights.length; i++) {
+            weights[i] = parameters.get(i).getArray();
+            velocity[i] = state.zeros(weights[i].getShape(), DataType.FLOAT32);
+            lengths[i] = Math.toIntExact(weights[i].size());
+            total += lengths[i];
+        }
+        gradientLength = total;
+        buffers = new NDArray[untrained.size()];
+        bufferLengths = new int[untrained.size()];
+        total = 0;
+        for (int i = 0; i < buffers.length; i++) {
+            buffers[i] = untrained.get(i).getArray();
+            bufferLengths[i] = Math.toIntExact(buffers[i].size());
+            total += bufferLengths[i];
+        }
+        bufferLength = total;
+    }
+
+    /** Each parameter's gradient, as arrays of {@code scope} (views of libtorch's buffers). */
+    NDArray[] gradients(NDManager scope) {
+        NDArray[] g = new NDArray[weights.length];
+        for (int i = 0; i < g.length; i++) {
+            g[i] = weights[i].getGradient();
+            g[i].attach(scope);
+        }
+        return g;
+    }
+
+    /** Zeroes the gradients libtorch accumulates into, for the next backward pass. */
+    void zeroGradients() {
+        for (NDArray w : weights) {
+            JniUtils.zeroGrad((PtNDArray) w);
+        }
+    }
+
+    /** One SGD step over every parameter with {@code gradients}, on the device. */
+    void update(DeviceSgd sgd, NDArray[] gradients, float learningRate, NDManager scope) {
+        sgd.apply(weights, gradients, velocity, learningRate, scope);
+    }
+
+    /**
+     * The gradients, then the running statistics, as one host vector: gathered on the device, one
+     * copy down.
+     */
+    float[] flatten(NDArray[] gradients, NDManager scope) {
+        NDList flat = new NDList(gradients.length + buffers.length);
+        for (NDArray g : gradients) {
+            flat.add(g.reshape(-1));
+        }
+        for (NDArray b : buffers) {
+            NDArray view = b.reshape(-1);
+            view.attach(scope); // else it would belong to the model's manager, freed only at close
+            flat.add(view);
+        }
+        NDArray all = NDArrays.concat(flat);
+        all.attach(scope);
+        return all.toFloatArray();
+    }
+
+    /**
+     * The replicas' averaged vector back on the device in one copy: the running statistics' part
+     * copied over this replica's own, the gradients' part returned for the update.
+     */
+    NDArray[] takeAverage(float[] average, NDManager scope) {
+        if (average.length != gradientLength + bufferLength) {
+            throw new IllegalStateException(
+                    "averaged gradient of "
+                            + average.length
+                            + " values for a model of "
+                            + (gradientLength + bufferLength));
+        }
+        NDArray all = scope.create(average);
+        NDArray[] g = new NDArray[weights.length];
+        long offset = 0;
+        for (int i = 0; i < g.length; i++) {
+            g[i] =
+                    all.get(new NDIndex("{}:{}", offset, offset + lengths[i]))
+                            .reshape(weights[i].getShape());
+            offset += lengths[i];
+        }
+        for (int i = 0; i < buffers.length; i++) {
+            NDArray mean =
+                    all.get(new NDIndex("{}:{}", offset, offset + bufferLengths[i]))
+                            .reshape(buffers[i].getShape());
+            buffers[i].set(new NDIndex("..."), mean);
+            offset += bufferLengths[i];
+        }
+        return g;
+    }
+
+    /**
+     * Parameters and momentum, copied from the device: a checkpoint's cost, not a step's. Every
+     * array of the block in its order, each with its name and length, its values and, where it is
+     * trained, its momentum: a network without running statistics (the 3D-UNet) writes what it
+     * always did.
+     */
+    byte[] encode(String modelName, long step) {
+        try {
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            DataOutputStream out = new DataOutputStream(bytes);
+            out.writeInt(STATE_MAGIC);
+            out.writeUTF(modelName);
+            out.writeLong(step);
+            out.writeInt(trainable.length);
+            for (int i = 0, w = 0, b = 0; i < trainable.length; i++) {
+                out.writeUTF(named.get(i).getKey());
+                if (trainable[i]) {
+                    out.writeInt(lengths[w]);
+                    writeFloats(out, weights[w].toFloatArray());
+                    writeFloats(out, velocity[w].toFloatArray());
+                    w++;
+                } else {
+                    out.writeInt(bufferLengths[b]);
+                    writeFloats(out, buffers[b].toFloatArray());
+                    b++;
+                }
+            }
+            out.flush();
+            return bytes.toByteArray();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Checks the whole state against the model first, then copies it to the device.
+     *
+     * @return the global steps the state had applied
+     */
+    long decode(byte[] encoded, String modelName) {
+        try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(encoded))) {
+            int magic = in.readInt();
+            if (magic != STATE_MAGIC && magic != UNET_STATE_MAGIC) {
+                throw new IllegalStateException("not a training state of this accelerator");
+            }
+            // A run checkpointed by a build of before the name resumes (its UNet only).
+            String saved = magic == STATE_MAGIC ? in.readUTF() : Unet3dNetwork.MODEL_NAME;
+            if (!saved.equals(modelName)) {
+                throw new IllegalStateException(
+                        "the checkpoint holds a " + saved + " model; this run trains " + modelName);
+            }
+            long savedStep = in.readLong();
+            int n = in.readInt();
+            if (n != trainable.length) {
+                throw new IllegalStateException(
+                        "checkpoint has " + n + " parameters, the model " + trainable.length);
+            }
+            float[][] w = new float[weights.length][];
+            float[][] v = new float[weights.length][];
+            float[][] b = new float[buffers.length][];
+            for (int i = 0, wi = 0, bi = 0; i < n; i++) {
+                String name = in.readUTF();
+                int length = in.readInt();
+                int expected = trainable[i] ? lengths[wi] : bufferLengths[bi];
+                if (!name.equals(named.get(i).getKey()) || length != expected) {
+                    throw new IllegalStateException(
+                            "checkpoint parameter "
+                                    + name
+                                    + " ("
+                                    + length
+                                    + " values) where the model has "
+                                    + named.get(i).getKey()
+                                    + " ("
+                                    + expected
+                                    + "): another width?");
+                }
+                if (trainable[i]) {
+                    w[wi] = readFloats(in, length);
+                    v[wi++] = readFloats(in, length);
+                } else {
+                    b[bi++] = readFloats(in, length);
+                }
+            }
+            for (int i = 0; i < weights.length; i++) {
+                weights[i].set(w[i]);
+                velocity[i].set(v[i]);
+            }
+            for (int i = 0; i < buffers.length; i++) {
+                buffers[i].set(b[i]);
+            }
+            return savedStep;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void writeFloats(DataOutputStream out, float[] values) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocate(values.length * Float.BYTES);
+        buffer.asFloatBuffer().put(values);
+        out.write(buffer.array());
+    }
+
+    private static float[] readFloats(DataInputStream in, int length) throws IOException {
+        byte[] bytes = new byte[Math.multiplyExact(length, Float.BYTES)];
+        in.readFully(bytes);
+        float[] values = new float[length];
+        ByteBuffer.wrap(bytes).asFloatBuffer().get(values);
+        return values;
+    }
+}
