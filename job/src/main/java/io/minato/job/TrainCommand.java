@@ -679,7 +679,7 @@ public final class TrainCommand implements Callable<Integer> {
                                 err);
             }
         } catch (Exception e) {
-            RuntimeException stopped = oneLine(e, run, embedded, disk.sawNearlyFull());
+            RuntimeException stopped = Failure.of(e).inRun(run, embedded, disk.sawNearlyFull());
             if (stopped != null) {
                 throw stopped;
             }
@@ -942,62 +942,6 @@ public final class TrainCommand implements Callable<Integer> {
     static Long firstRequest(Map<String, Object> accumulators) {
         Object first = accumulators.get(SampleSource.FIRST_REQUEST_MILLIS);
         return first instanceof Long l && l != Long.MAX_VALUE ? l : null;
-    }
-
-    /**
-     * The failures of a running job that one line says all about, with how to go on: the JobManager
-     * lost under {@code flink run}, the job cancelled, TaskManagers without the GPUs the
-     * configuration promises, a full disk (named in a cause, or the run directory's file system
-     * nearly full at some time while the job ran, as when the TaskManager was lost to it or its
-     * checkpoints could not be written); null for any other.
-     */
-    private static RuntimeException oneLine(
-            Exception e, Path run, boolean embedded, boolean diskRanFull) {
-        String lost = embedded ? null : Main.connectionLostInJob(e);
-        if (lost != null) {
-            return new Main.Stopped(
-                    "lost the JobManager ("
-                            + lost
-                            + "); without high availability its job is gone, and its"
-                            + " checkpoints stay in "
-                            + run
-                            + ": once a cluster runs, continue it with flink run <the job's"
-                            + " jar> train --resume "
-                            + run);
-        }
-        if (Main.checkpointMismatchInJob(e)) {
-            // Flink suggests --allowNonRestoredState, which would drop the source's position
-            // and train the run again from its start.
-            return new Main.Stopped(
-                    "the checkpoint to continue "
-                            + run
-                            + " from was written by a build whose dataflow differs from this"
-                            + " one's (Flink cannot map its operators' state to this job):"
-                            + " continue it with the build that wrote it, or start a new run");
-        }
-        if (Main.cancelledInJob(e)) {
-            return stoppedWithResume("the job was cancelled", run, "");
-        }
-        String gpus = Main.gpuShortageInJob(e);
-        if (gpus != null) {
-            return new Main.Stopped(gpus);
-        }
-        String full = Main.diskFullInJob(e);
-        if (full == null && diskRanFull) {
-            full = "no space left on the disk of " + run;
-        }
-        return full == null ? null : stoppedWithResume(full, run, "free space, then ");
-    }
-
-    private static Main.Stopped stoppedWithResume(String what, Path run, String first) {
-        return new Main.Stopped(
-                what
-                        + "; what the run wrote stays in "
-                        + run
-                        + ": "
-                        + first
-                        + "continue it with --resume "
-                        + run);
     }
 
     /**

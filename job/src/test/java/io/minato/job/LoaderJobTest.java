@@ -600,13 +600,13 @@ class LoaderJobTest {
             failed = e;
         }
         assertThat(failed).as("the job failed").isNotNull();
-        assertThat(Main.restartsExhausted(failed)).isTrue();
+        assertThat(Failure.of(failed).restartsExhausted()).isTrue();
         Path log = run.resolve("minato.log");
         String before = System.getProperty(RunLog.PROPERTY);
         System.setProperty(RunLog.PROPERTY, log.toString());
         java.io.StringWriter said = new java.io.StringWriter();
         try {
-            assertThat(Main.failure(failed, new java.io.PrintWriter(said, true))).isEqualTo(1);
+            assertThat(Failure.report(failed, new java.io.PrintWriter(said, true))).isEqualTo(1);
         } finally {
             if (before == null) {
                 System.clearProperty(RunLog.PROPERTY);
