@@ -20,6 +20,12 @@ record TrainingSet(
         DataOptions.Cases cases,
         ImageData.Images images) {
 
+    /** The samples {@code data} names, checked; bad input stops here (or is left out, skip). */
+    static TrainingSet load(DataOptions data, java.io.PrintWriter err)
+            throws java.io.IOException, io.minato.data.BadInputException {
+        return data.images() ? of(ImageData.images(data, err)) : of(data.cases(err), data);
+    }
+
     static TrainingSet of(DataOptions.Cases cases, DataOptions data) {
         return new TrainingSet(
                 new CaseTable(cases.train(), cases.cache()).workload(data.transformConfig()),

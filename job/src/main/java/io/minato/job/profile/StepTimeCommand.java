@@ -1,5 +1,7 @@
 package io.minato.job.profile;
 
+import io.minato.job.ModelOptions;
+import io.minato.job.OptimizerOptions;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -16,29 +18,26 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Times the real training step (forward, backward, SGD update on the device) of the 3D-UNet per
- * batch, for each width and patch asked, on synthetic batches: what the accelerator costs, without
- * the loader.
+ * Times the real training step (forward, backward, SGD update on the device) of the 3D-UNet of
+ * {@code --width} and train's optimizer options per batch, for each patch asked, on synthetic
+ * batches: what the accelerator costs, without the loader.
  */
 @Command(
         name = "step-time",
         mixinStandardHelpOptions = true,
-        description =
-                "Time the real 3D-UNet training step per batch on the CPU for widths and patches.")
+        description = "Time the real 3D-UNet training step per batch on the CPU for patches.")
 public final class StepTimeCommand implements Callable<Integer> {
 
-    @Option(
-            names = "--width",
-            split = ",",
-            paramLabel = "X",
-            description = "Model widths, 1.0 = MLPerf's filters (default: 0.25,1.0).")
-    double[] widths = {0.25, 1.0};
+    @Mixin ModelOptions model = new ModelOptions();
+
+    @Mixin OptimizerOptions optimizer = new OptimizerOptions();
 
     @Option(
             names = "--patch",
@@ -73,10 +72,11 @@ public final class StepTimeCommand implements Callable<Integer> {
                         "--patch " + p + " must be a multiple of " + Unet3d.PATCH_DIVISOR);
             }
         }
-        for (double w : widths) {
-            if (!(w > 0)) {
-                throw new ParameterException(spec.commandLine(), "--width must be > 0: " + w);
-            }
+        DjlAccelerator.Settings settings;
+        try {
+            settings = optimizer.settings(model.width(), false, 1);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         PrintWriter out = spec.commandLine().getOut();
         out.printf(
@@ -89,14 +89,14 @@ public final class StepTimeCommand implements Callable<Integer> {
                 "min ms",
                 "max ms");
         out.flush();
-        for (double width : widths) {
+        {
             for (int patch : patches) {
-                long[] ms = time(width, patch);
+                long[] ms = time(settings, patch);
                 Arrays.sort(ms);
                 out.printf(
                         Locale.ROOT,
                         "%-6s %-6d %-6d %10d %10d %10d%n",
-                        width,
+                        model.width(),
                         patch,
                         batch,
                         ms[ms.length / 2],
@@ -108,11 +108,10 @@ public final class StepTimeCommand implements Callable<Integer> {
         return 0;
     }
 
-    private long[] time(double width, int patch) throws Exception {
+    private long[] time(DjlAccelerator.Settings settings, int patch) throws Exception {
         Batch b = batch(patch);
         long[] ms = new long[repeats];
-        try (DjlAccelerator trainer =
-                new DjlAccelerator(new DjlAccelerator.Settings(width, 0.01f, 0.9f, 0, 1))) {
+        try (DjlAccelerator trainer = new DjlAccelerator(settings)) {
             trainer.train(b); // libtorch's and the JIT's first-time costs
             for (int i = 0; i < repeats; i++) {
                 long start = System.nanoTime();
