@@ -55,16 +55,7 @@ public final class TrainCommand implements Callable<Integer> {
         epochs = value;
     }
 
-    int batch = 2;
-
-    @Option(
-            names = "--batch",
-            paramLabel = "B",
-            description = "Samples per batch per device (default: 2).")
-    void setBatch(int value) {
-        requireAtLeast("--batch", value, 1);
-        batch = value;
-    }
+    @Mixin BatchOptions batch = new BatchOptions();
 
     @Option(
             names = "--devices",

@@ -4,7 +4,6 @@ import io.minato.job.report.RunPlots;
 import io.minato.job.report.RunReport;
 import io.minato.job.report.RunSampler;
 import io.minato.trainer.DjlAccelerator;
-import io.minato.trainer.ImageClassifier;
 import io.minato.trainer.TraceFiles;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -33,35 +32,24 @@ final class TrainingReport {
         TrainCommand o = r.options;
         TrainingSet set = r.set;
         Path run = r.run;
-        RunReport.Dice dice = null;
-        RunReport.Accuracy accuracy = null;
+        RunReport.Outcome outcome = r.report.outcome(accumulators);
         if (r.accelerator instanceof DjlAccelerator.Factory factory && set.held() > 0) {
             err.println(
                     "evaluating the trained model on "
                             + set.held()
-                            + (set.images() != null
-                                    ? " held-out image(s) ..."
-                                    : " held-out case(s) ..."));
+                            + " held-out "
+                            + set.heldUnit()
+                            + " ...");
             err.flush();
-            if (set.images() != null) {
-                accuracy =
-                        ImageData.accuracy(
-                                run.resolve("model-device-0"),
-                                set.images(),
-                                (ImageClassifier) factory.settings().network(),
-                                factory.device(0));
-            } else {
-                dice =
-                        Evaluation.evaluate(
-                                run.resolve("model-device-0"),
-                                o.model.width(),
-                                o.data.patchEdge(),
-                                set.cases().held(),
-                                factory.device(0),
-                                Evaluation.CaseDone.printingTo(err));
-            }
+            outcome =
+                    set.evaluated(
+                            outcome,
+                            run.resolve("model-device-0"),
+                            factory.settings().network(),
+                            o.model.width(),
+                            factory.device(0),
+                            err);
         }
-        RunReport.Outcome outcome = r.report.outcome(accumulators).evaluated(dice, accuracy);
         RunReport report = RunReport.build(r.report.configuration(), outcome, measured, run);
         // Inputs quarantined while the run prepared them: one line each, as before the run.
         for (RunReport.Quarantine q : outcome.quarantined()) {

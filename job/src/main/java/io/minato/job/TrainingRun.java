@@ -7,11 +7,9 @@ import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.SampleRecipe;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.DjlAccelerator;
-import io.minato.trainer.ImageClassifier;
 import io.minato.trainer.Savepoints;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
-import io.minato.trainer.Unet3dNetwork;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -52,11 +50,7 @@ final class TrainingRun {
         DjlAccelerator.Settings optimizer =
                 plan.optimizer == null
                         ? null
-                        : plan.optimizer.withNetwork(
-                                set.images() != null
-                                        ? new ImageClassifier(
-                                                set.images().classes(), o.model.width())
-                                        : new Unet3dNetwork(o.model.width()));
+                        : plan.optimizer.withNetwork(set.network(o.model.width()));
         accelerator =
                 optimizer != null
                         ? new DjlAccelerator.Factory(optimizer, plan.devices.names())
@@ -90,7 +84,7 @@ final class TrainingRun {
                         .optLoader(o.loader)
                         .optEpochs(o.epochs)
                         .optSeed(o.data.seed)
-                        .optBatchSize(o.batch)
+                        .optBatchSize(o.batch.batch())
                         .optDevices(plan.devices.devices().size())
                         .optTimeout(plan.timeout)
                         .optSkipBadSamples(skip)
@@ -152,7 +146,7 @@ final class TrainingRun {
                 o.data.workload.name(),
                 o.loader.name(),
                 plan.devices.devices().size(),
-                o.batch,
+                o.batch.batch(),
                 o.data.patchEdge(),
                 o.epochs,
                 o.data.seed,
@@ -182,7 +176,7 @@ final class TrainingRun {
                 o.data.images() ? "crop" : "patch",
                 o.data.patchEdge(),
                 o.data.images() ? "^2" : "^3",
-                o.batch,
+                o.batch.batch(),
                 devices,
                 plan.devices.devices().get(0).kind().name().toLowerCase(Locale.ROOT),
                 o.accelerator,

@@ -1,5 +1,6 @@
 package io.minato.job.profile;
 
+import io.minato.job.BatchOptions;
 import io.minato.job.ModelOptions;
 import io.minato.job.OptimizerOptions;
 import io.minato.sample.Batch;
@@ -46,11 +47,7 @@ public final class StepTimeCommand implements Callable<Integer> {
             description = "Patch edges, multiples of 32 (default: 32,64).")
     int[] patches = {32, 64};
 
-    @Option(
-            names = "--batch",
-            paramLabel = "B",
-            description = "Samples per batch (default: ${DEFAULT-VALUE}).")
-    int batch = 2;
+    @Mixin BatchOptions batch = new BatchOptions();
 
     @Option(
             names = "--repeats",
@@ -62,8 +59,8 @@ public final class StepTimeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (batch < 1 || repeats < 1) {
-            throw new ParameterException(spec.commandLine(), "--batch and --repeats must be >= 1");
+        if (repeats < 1) {
+            throw new ParameterException(spec.commandLine(), "--repeats must be >= 1");
         }
         for (int p : patches) {
             if (p < Unet3d.PATCH_DIVISOR || p % Unet3d.PATCH_DIVISOR != 0) {
@@ -98,7 +95,7 @@ public final class StepTimeCommand implements Callable<Integer> {
                         "%-6s %-6d %-6d %10d %10d %10d%n",
                         model.width(),
                         patch,
-                        batch,
+                        batch.batch(),
                         ms[ms.length / 2],
                         ms[0],
                         ms[ms.length - 1]);
@@ -109,7 +106,7 @@ public final class StepTimeCommand implements Callable<Integer> {
     }
 
     private long[] time(DjlAccelerator.Settings settings, int patch) throws Exception {
-        Batch b = batch(patch);
+        Batch b = syntheticBatch(patch);
         long[] ms = new long[repeats];
         try (DjlAccelerator trainer = new DjlAccelerator(settings)) {
             trainer.train(b); // libtorch's and the JIT's first-time costs
@@ -123,12 +120,12 @@ public final class StepTimeCommand implements Callable<Integer> {
     }
 
     /** Noise images with a labelled kidney-and-tumour block. */
-    private Batch batch(int patch) {
+    private Batch syntheticBatch(int patch) {
         Shape3 s = Shape3.cube(patch);
         int n = (int) s.voxels();
         List<PreparedSample> samples = new ArrayList<>();
         SplittableRandom random = new SplittableRandom(1);
-        for (int i = 0; i < batch; i++) {
+        for (int i = 0; i < batch.batch(); i++) {
             float[] image = new float[n];
             byte[] label = new byte[n];
             for (int v = 0; v < n; v++) {
