@@ -28,7 +28,10 @@ import java.util.Locale;
  * stores of a TaskManager held at most, as its operators read them; null when not known); null when
  * the cache was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}),
  * null when off. {@code "workers"} (after {@code "cpu"}) says how many preparation workers ran and
- * whether the worker scheduler paced them ({@link Workers}). {@code "stall"} (before {@code
+ * whether the worker scheduler paced them ({@link Workers}), then the mean number it let prepare at
+ * once ({@code active_mean}; over the workers, each counting its TaskManager's scheduler; null when
+ * not paced) and how many prepared samples they sent with their bytes to a batcher or trainer in
+ * another TaskManager ({@code sent_as_bytes}; null: not known). {@code "stall"} (before {@code
  * "case_cache"}) says where the time went, after DS-Analyzer: the devices' {@code wait_s} for
  * batches split into {@code head_of_line_s} (a loader held a ready batch back behind an unfinished
  * one) and {@code behind_s} (the workers were behind), and the workers' {@code fetch_s} (wall-clock
