@@ -14,13 +14,19 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * The options that change what a sample is: shared by train and profile so that the names and
  * defaults are the contract's, in one place.
  */
 public final class DataOptions {
+    @Spec(Spec.Target.MIXEE)
+    CommandSpec spec;
+
     public static final long DEFAULT_SEED = 7;
 
     /** Where the demo dataset is generated when no --data is given. */
@@ -117,6 +123,15 @@ public final class DataOptions {
                     "At most this many MiB of remembered decoded images per JVM (images workload;"
                             + " a run keeps what fits and decodes the rest every epoch; default: a"
                             + " quarter of the heap).")
+    void setCacheMemoryMb(long value) {
+        if (value < 0) {
+            throw new ParameterException(
+                    spec.commandLine(), "--cache-memory must be >= 0, not " + value);
+        }
+        cacheMemoryMb = value;
+    }
+
+    /** {@code --cache-memory}; null: the default. */
     public Long cacheMemoryMb;
 
     @Option(
@@ -138,22 +153,19 @@ public final class DataOptions {
                             + " noise generation over the patch, thrown away: the bytes do not"
                             + " change), e.g. 0.05,50 for the reference's heavy tail"
                             + " (default: off).")
-    public Tail tail;
-
-    /** The tail knob: a fraction of samples and how many times a sample's work they do. */
-    public record Tail(double fraction, int factor) implements java.io.Serializable {}
+    public RunReport.Tail tail;
 
     /** Parses {@code P,K}: P in [0, 1], K a whole number >= 1. */
-    static final class TailConverter implements picocli.CommandLine.ITypeConverter<Tail> {
+    static final class TailConverter implements picocli.CommandLine.ITypeConverter<RunReport.Tail> {
         @Override
-        public Tail convert(String value) {
+        public RunReport.Tail convert(String value) {
             String[] parts = value.split(",");
             try {
                 if (parts.length == 2) {
                     double p = Double.parseDouble(parts[0].strip());
                     int k = Integer.parseInt(parts[1].strip());
                     if (p >= 0 && p <= 1 && k >= 1) {
-                        return new Tail(p, k);
+                        return new RunReport.Tail(p, k);
                     }
                 }
             } catch (NumberFormatException e) {
@@ -215,8 +227,7 @@ public final class DataOptions {
 
     /**
      * The bound on remembered decoded images in bytes per JVM: 0 when the cache is off, null for
-     * the default (a quarter of the heap of the JVM that prepares the samples). The train command
-     * has refused a negative one.
+     * the default (a quarter of the heap of the JVM that prepares the samples); never negative.
      */
     public Long memoBytes() {
         if (!caseCache) {

@@ -1,9 +1,9 @@
 package io.minato.job;
 
+import io.minato.job.report.ReportAssembly;
 import io.minato.job.report.RunPlots;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AccumulatorFiles;
-import io.minato.loader.TimeoutPolicy;
 import io.minato.trainer.TraceFiles;
 import io.minato.trainer.TrainerSink;
 import java.io.IOException;
@@ -40,38 +40,21 @@ final class DetachedReport implements TrainerSink.RunEnd {
     /** Where in the run directory the operators write their accumulators. */
     static final String ACCUMULATORS = "accumulators";
 
-    private final RunReport.Inputs template;
+    private final ReportAssembly assembly;
     private final String report;
     private final String trace;
-    private final boolean minato;
-    private final TimeoutPolicy timeout;
-    private final boolean cacheEnabled;
     private final boolean plots;
-    private final String dataDir;
 
     /**
-     * @param template the report's inputs that the submitting client knows; those that come from
-     *     the job (first request, timeout, case cache, scheduler) are taken from the accumulators
+     * @param assembly the report's configuration, which the submitting client knows; the rest comes
+     *     from the job's accumulators
      * @param report {@code --report}, or null
      * @param trace {@code --trace}, or null
-     * @param dataDir the data folder, which the report's quarantine names files under
      */
-    DetachedReport(
-            RunReport.Inputs template,
-            Path report,
-            Path trace,
-            boolean minato,
-            TimeoutPolicy timeout,
-            boolean cacheEnabled,
-            boolean plots,
-            Path dataDir) {
-        this.template = template;
-        this.dataDir = dataDir.toAbsolutePath().toString();
+    DetachedReport(ReportAssembly assembly, Path report, Path trace, boolean plots) {
+        this.assembly = assembly;
         this.report = report == null ? null : report.toAbsolutePath().toString();
         this.trace = trace == null ? null : trace.toAbsolutePath().toString();
-        this.minato = minato;
-        this.timeout = timeout;
-        this.cacheEnabled = cacheEnabled;
         this.plots = plots;
     }
 
@@ -96,7 +79,9 @@ final class DetachedReport implements TrainerSink.RunEnd {
     /** Writes the report, trace and summary line of the finished run in {@code dir}. */
     RunReport write(Path dir) throws IOException {
         Map<String, Object> accumulators = AccumulatorFiles.read(dir.resolve(ACCUMULATORS));
-        RunReport r = RunReport.build(complete(accumulators), dir);
+        // No process of the run's own waited: start_s and the CPU time are null, and without a
+        // recorded first request the run counts from the devices' first step.
+        RunReport r = assembly.report(accumulators, dir);
         r.write(dir.resolve("report.json"));
         if (report != null) {
             r.write(Path.of(report));
@@ -108,7 +93,7 @@ final class DetachedReport implements TrainerSink.RunEnd {
                 RunPlots.write(
                         dir,
                         List.of(),
-                        template.devices(),
+                        assembly.configuration().devices(),
                         Runtime.getRuntime().availableProcessors(),
                         TraceFiles.prepMillisByPath(dir));
             } catch (IOException | RuntimeException | LinkageError e) {
@@ -120,24 +105,5 @@ final class DetachedReport implements TrainerSink.RunEnd {
                 dir.resolve("summary.txt"), r.summaryLine() + "\n", StandardCharsets.UTF_8);
         RunArgs.finished(dir);
         return r;
-    }
-
-    /** The template with what the job's accumulators say, as the attached client reads them. */
-    private RunReport.Inputs complete(Map<String, Object> accumulators) {
-        // No process of the run's own waited: start_s and the CPU time are null, and without a
-        // recorded first request the run counts from the devices' first step.
-        return TrainCommand.withJob(
-                template,
-                Path.of(dataDir),
-                accumulators,
-                minato,
-                timeout,
-                cacheEnabled,
-                Long.MAX_VALUE,
-                0,
-                Double.NaN,
-                null,
-                null,
-                null);
     }
 }

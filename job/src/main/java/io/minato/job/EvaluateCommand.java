@@ -1,6 +1,7 @@
 package io.minato.job;
 
 import ai.djl.Device;
+import io.minato.job.report.RunReport;
 import io.minato.trainer.gpu.DeviceSpec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -30,20 +31,16 @@ public final class EvaluateCommand implements Callable<Integer> {
             description = "Folder holding unet3d-0000.params.")
     Path model;
 
-    @Option(
-            names = "--width",
-            paramLabel = "X",
-            description = "The width the model was trained with (default: ${DEFAULT-VALUE}).")
-    double width = TrainCommand.DEFAULT_WIDTH;
+    @Mixin ModelOptions network = new ModelOptions();
 
     @Option(
-            names = "--device",
-            paramLabel = "D",
+            names = "--devices",
+            paramLabel = "SPEC",
             description =
-                    "Where to run the model: cpu, gpu (the first GPU) or gpu:I (also gpuI); the"
-                            + " first of a list. Default: the first GPU if there is one, else"
-                            + " cpu.")
-    String device;
+                    "Where to run the model, as train's --devices: cpu, gpu (the first GPU) or"
+                            + " gpu:I (also gpuI); the first of a list. Default: the first GPU if"
+                            + " there is one, else cpu.")
+    String devices;
 
     @Spec CommandSpec spec;
 
@@ -59,9 +56,9 @@ public final class EvaluateCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Device on;
         try {
-            DeviceSpec dev = DeviceSpec.parse(device, "--device");
+            DeviceSpec dev = DeviceSpec.parse(devices, "--devices");
             dev.fallbackNotice().ifPresent(err::println);
-            dev = TrainCommand.withTorchDevices(dev, err);
+            dev = RunPlan.withTorchDevices(dev, err);
             on = DeviceSpec.djlDevice(dev.devices().get(0));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
@@ -71,10 +68,10 @@ public final class EvaluateCommand implements Callable<Integer> {
             throw new ParameterException(
                     spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");
         }
-        Evaluation.Dice d =
+        RunReport.Dice d =
                 Evaluation.evaluate(
                         model,
-                        width,
+                        network.width(),
                         data.patchEdge(),
                         cases.held(),
                         on,

@@ -9,6 +9,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.minato.data.BadInputException;
+import io.minato.job.report.RunReport.Dice;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.workload.kits19.CaseCheck;
 import io.minato.workload.kits19.CaseFiles;
@@ -29,10 +30,6 @@ public final class Evaluation {
     private static final int WINDOWS_PER_FORWARD = 4;
 
     private Evaluation() {}
-
-    /** Kidney and tumour Dice averaged over cases; mean is their average, as the MLPerf metric. */
-    public record Dice(double mean, double kidney, double tumor, int cases)
-            implements java.io.Serializable {}
 
     /** Told each case's Dice as soon as it is evaluated. */
     @FunctionalInterface

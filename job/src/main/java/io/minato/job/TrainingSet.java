@@ -1,71 +1,77 @@
 package io.minato.job;
 
+import ai.djl.Device;
+import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Workload;
-import io.minato.workload.kits19.CaseCache;
-import io.minato.workload.kits19.CaseTable;
+import io.minato.trainer.Network;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.util.List;
 
 /**
  * What a run trains on, whichever the workload: the training samples as a {@link Workload}, the
- * counts the report and the start line give, what was left out, and the held-out part for the
- * evaluation after training ({@code cases} for kits19, {@code images} for images; the other null).
+ * counts the report and the start line give, what was left out, the network that learns them and
+ * how the trained one is scored on the held-out samples. One implementation per workload: {@link
+ * KitsSet} (3D segmentation, Dice) and {@link ImageSet} (classification, top-1 accuracy).
  */
-record TrainingSet(
-        Workload<?> workload,
-        int total,
-        int eval,
-        List<RunReport.Quarantine> quarantine,
-        CaseCache cache,
-        DataOptions.Cases cases,
-        ImageData.Images images) {
+interface TrainingSet {
 
-    static TrainingSet of(DataOptions.Cases cases, DataOptions data) {
-        return new TrainingSet(
-                new CaseTable(cases.train(), cases.cache()).workload(data.transformConfig()),
-                cases.total(),
-                cases.eval(),
-                cases.quarantine(),
-                cases.cache(),
-                cases,
-                null);
+    /** The samples {@code data} names, checked; bad input stops here (or is left out, skip). */
+    static TrainingSet load(DataOptions data, PrintWriter err)
+            throws IOException, BadInputException {
+        return data.images()
+                ? new ImageSet(ImageData.images(data, err))
+                : new KitsSet(data.cases(err), data);
     }
 
-    static TrainingSet of(ImageData.Images images) {
-        return new TrainingSet(
-                images.workload(),
-                images.total(),
-                images.eval(),
-                images.quarantine(),
-                CaseCache.disabled(),
-                null,
-                images);
-    }
+    Workload<?> workload();
+
+    /** Samples in the data folder, bad ones included. */
+    int total();
+
+    /** Samples held out for evaluation, as asked. */
+    int eval();
+
+    /** Held-out samples the evaluation scores. */
+    int held();
+
+    /** Inputs left out as bad before the run. */
+    List<RunReport.Quarantine> quarantine();
+
+    /** The data folder. */
+    Path dir();
 
     /**
      * Whether the workload remembers what depends on a sample's files alone (the report's cache).
      */
-    boolean remembers() {
-        return images != null ? images.remembers() : cache.enabled();
-    }
-
-    /** The data folder. */
-    java.nio.file.Path dir() {
-        return cases != null ? cases.dir() : images.dir();
-    }
-
-    /** Samples per epoch. */
-    int train() {
-        return workload.size();
-    }
-
-    /** Held-out samples. */
-    int held() {
-        return cases != null ? cases.held().size() : images.held().size();
-    }
+    boolean remembers();
 
     /** What the start line calls the samples. */
-    String unit() {
-        return images != null ? "images (" + images.classes() + " classes)" : "cases";
+    String unit();
+
+    /** What the evaluation line calls a held-out sample: "case(s)", "image(s)". */
+    String heldUnit();
+
+    /** The network that learns this set, of {@code width}. */
+    Network network(double width);
+
+    /**
+     * {@code outcome} with the score of the model saved in {@code modelDir} (trained as {@code
+     * network}, of {@code width}) on the held-out samples, on {@code device}.
+     */
+    RunReport.Outcome evaluated(
+            RunReport.Outcome outcome,
+            Path modelDir,
+            Network network,
+            double width,
+            Device device,
+            PrintWriter err)
+            throws IOException, BadInputException;
+
+    /** Samples per epoch. */
+    default int train() {
+        return workload().size();
     }
 }

@@ -3,6 +3,7 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.data.EpochOrder;
+import io.minato.job.report.ReportAssembly;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
@@ -479,7 +480,7 @@ class LoaderJobTest {
 
         assertThat(FAILED).as("the fault was injected after the workers finished").isTrue();
         Map<String, Object> accumulators = lastResult.getAllAccumulatorResults();
-        assertThat(TrainCommand.quarantine(List.of(), images, accumulators))
+        assertThat(ReportAssembly.quarantine(images, accumulators))
                 .extracting(RunReport.Quarantine::file)
                 .containsExactly("class_00/bad.png");
         assertThat(accumulators.get(AugmentOperator.SAMPLES_SKIPPED)).isEqualTo((long) epochs);
@@ -600,13 +601,13 @@ class LoaderJobTest {
             failed = e;
         }
         assertThat(failed).as("the job failed").isNotNull();
-        assertThat(Main.restartsExhausted(failed)).isTrue();
+        assertThat(Failure.of(failed).restartsExhausted()).isTrue();
         Path log = run.resolve("minato.log");
         String before = System.getProperty(RunLog.PROPERTY);
         System.setProperty(RunLog.PROPERTY, log.toString());
         java.io.StringWriter said = new java.io.StringWriter();
         try {
-            assertThat(Main.failure(failed, new java.io.PrintWriter(said, true))).isEqualTo(1);
+            assertThat(Failure.report(failed, new java.io.PrintWriter(said, true))).isEqualTo(1);
         } finally {
             if (before == null) {
                 System.clearProperty(RunLog.PROPERTY);
@@ -744,8 +745,9 @@ class LoaderJobTest {
         lastResult = result;
         assertThat(result.getNetRuntime()).isPositive();
         TraceFiles.merge(run, run.resolve("trace.csv"));
+        Map<String, Object> accumulators = result.getAllAccumulatorResults();
         return RunReport.build(
-                new RunReport.Inputs(
+                new RunReport.Configuration(
                         workload.name(),
                         loader.name(),
                         DEVICES,
@@ -753,33 +755,28 @@ class LoaderJobTest {
                         16,
                         epochs,
                         SEED,
-                        10,
-                        workload.size(),
+                        new RunReport.DataSet(10, workload.size(), 2, List.of()),
                         2,
+                        new RunReport.Workers(2, 1, scheduled),
+                        null,
+                        null),
+                new RunReport.Outcome(
                         List.of(),
-                        start,
                         0,
-                        2,
+                        null,
+                        null,
+                        null,
+                        scheduled ? ReportAssembly.activeWorkersMean(accumulators) : null,
+                        null,
+                        ReportAssembly.fetch(accumulators),
+                        ReportAssembly.taskManagers(accumulators),
+                        null,
+                        null),
+                new RunReport.Measurements(
+                        start,
+                        java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime(),
                         1.0,
-                        null,
-                        null,
-                        null,
-                        null,
-                        null,
-                        null,
-                        null,
-                        scheduled
-                                ? new RunReport.Workers(
-                                        2,
-                                        1,
-                                        true,
-                                        (Double)
-                                                result.getAccumulatorResult(
-                                                        AugmentOperator.ACTIVE_WORKERS_MEAN))
-                                : null,
-                        TrainCommand.fetch(result.getAllAccumulatorResults()),
-                        TrainCommand.taskManagers(result.getAllAccumulatorResults()),
-                        0),
+                        null),
                 run);
     }
 

@@ -101,11 +101,11 @@ class MainTest {
                                                 Path.of("/data/case_00005_x.npy"),
                                                 "header claims 2320000 bytes of data but the file"
                                                         + " holds 872 (truncated file?)"))));
-        assertThat(Main.badInputInJob(fromJob))
+        assertThat(Failure.of(fromJob).badInput())
                 .isEqualTo(
                         "/data/case_00005_x.npy: header claims 2320000 bytes of data but the file"
                                 + " holds 872 (truncated file?)");
-        assertThat(Main.badInputInJob(new RuntimeException("x", new IllegalStateException("y"))))
+        assertThat(Failure.of(new RuntimeException("x", new IllegalStateException("y"))).badInput())
                 .isNull();
     }
 
@@ -120,8 +120,10 @@ class MainTest {
                                         + " ExponentialDelayRestartBackoffTimeStrategy(...)",
                                 new org.apache.flink.util.SerializedThrowable(
                                         new IllegalStateException("injected device fault"))));
-        assertThat(Main.restartsExhausted(exhausted)).isTrue();
-        assertThat(Main.restartsExhausted(new RuntimeException("x", new IllegalStateException())))
+        assertThat(Failure.of(exhausted).restartsExhausted()).isTrue();
+        assertThat(
+                        Failure.of(new RuntimeException("x", new IllegalStateException()))
+                                .restartsExhausted())
                 .isFalse();
     }
 
@@ -193,11 +195,11 @@ class MainTest {
                         "device 1: training step 4 failed: java.io.IOException: "
                                 + named.getMessage(),
                         named);
-        assertThat(Main.diskFullInJob(new RuntimeException("job failed", step)))
+        assertThat(Failure.of(new RuntimeException("job failed", step)).diskFull())
                 .isEqualTo("/r/trace-device-1.csv: No space left on device");
-        assertThat(Main.diskFullInJob(new RuntimeException("x", bare)))
+        assertThat(Failure.of(new RuntimeException("x", bare)).diskFull())
                 .isEqualTo("No space left on device");
-        assertThat(Main.diskFullInJob(new RuntimeException("x", new IllegalStateException("y"))))
+        assertThat(Failure.of(new RuntimeException("x", new IllegalStateException("y"))).diskFull())
                 .isNull();
     }
 
@@ -210,7 +212,7 @@ class MainTest {
         var first = new java.io.IOException("/r/checkpoints/chk-4/x: No space left on device");
         var notRunning = new IllegalStateException("not running");
         notRunning.addSuppressed(first);
-        assertThat(Main.diskFullInJob(new RuntimeException("job failed", notRunning)))
+        assertThat(Failure.of(new RuntimeException("job failed", notRunning)).diskFull())
                 .isEqualTo("/r/checkpoints/chk-4/x: No space left on device");
     }
 
@@ -227,10 +229,10 @@ class MainTest {
                 new RuntimeException(
                         "Could not start the JobMaster.",
                         new java.util.concurrent.CompletionException(mismatch));
-        assertThat(Main.checkpointMismatchInJob(wrapped)).isTrue();
+        assertThat(Failure.of(wrapped).checkpointMismatch()).isTrue();
         assertThat(
-                        Main.checkpointMismatchInJob(
-                                new RuntimeException("x", new IllegalStateException("y"))))
+                        Failure.of(new RuntimeException("x", new IllegalStateException("y")))
+                                .checkpointMismatch())
                 .isFalse();
     }
 
@@ -239,14 +241,16 @@ class MainTest {
         var cancelled =
                 new org.apache.flink.runtime.client.JobCancellationException(
                         new org.apache.flink.api.common.JobID(), "Job was cancelled.", null);
-        assertThat(Main.cancelledInJob(new RuntimeException("x", cancelled))).isTrue();
+        assertThat(Failure.of(new RuntimeException("x", cancelled)).cancelled()).isTrue();
         assertThat(
-                        Main.cancelledInJob(
-                                new RuntimeException(
-                                        "x",
-                                        new org.apache.flink.util.SerializedThrowable(cancelled))))
+                        Failure.of(
+                                        new RuntimeException(
+                                                "x",
+                                                new org.apache.flink.util.SerializedThrowable(
+                                                        cancelled)))
+                                .cancelled())
                 .isTrue();
-        assertThat(Main.cancelledInJob(new RuntimeException("x", new IllegalStateException())))
+        assertThat(Failure.of(new RuntimeException("x", new IllegalStateException())).cancelled())
                 .isFalse();
     }
 
@@ -298,11 +302,11 @@ class MainTest {
                 new java.net.ConnectException("Connection refused: localhost/127.0.0.1:8081");
         annotated.initCause(refused);
         var retries = new RuntimeException("Number of retries has been exhausted.", annotated);
-        assertThat(Main.connectionLostInJob(new RuntimeException("x", retries)))
+        assertThat(Failure.of(new RuntimeException("x", retries)).connectionLost())
                 .isEqualTo("Connection refused: localhost/127.0.0.1:8081");
-        assertThat(Main.connectionLostInJob(new RuntimeException("x", refused)))
+        assertThat(Failure.of(new RuntimeException("x", refused)).connectionLost())
                 .isEqualTo("Connection refused");
-        assertThat(Main.connectionLostInJob(new RuntimeException("x"))).isNull();
+        assertThat(Failure.of(new RuntimeException("x")).connectionLost()).isNull();
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.data.EpochOrder;
+import io.minato.job.report.ReportAssembly;
 import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.Receivers;
@@ -117,7 +118,7 @@ class ScaleOutJobTest {
         } else {
             // The baselines' loader runs in a trainer's slot, as a DataLoader runs in the
             // training process.
-            assertThat(TrainCommand.taskManagers(result.getAllAccumulatorResults()))
+            assertThat(ReportAssembly.taskManagers(result.getAllAccumulatorResults()))
                     .anySatisfy(
                             tm -> {
                                 assertThat(tm.trainers()).isPositive();
@@ -211,7 +212,7 @@ class ScaleOutJobTest {
                 .isZero();
         // The report's task_managers: every subtask counted once, in the TaskManager it ran in.
         List<RunReport.TaskManager> tms =
-                TrainCommand.taskManagers(result.getAllAccumulatorResults());
+                ReportAssembly.taskManagers(result.getAllAccumulatorResults());
         assertThat(tms).hasSizeGreaterThanOrEqualTo(2);
         assertThat(tms.stream().mapToInt(RunReport.TaskManager::trainers).sum()).isEqualTo(1);
         assertThat(tms.stream().mapToInt(RunReport.TaskManager::workers).sum()).isEqualTo(6);

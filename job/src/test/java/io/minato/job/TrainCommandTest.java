@@ -167,11 +167,28 @@ class TrainCommandTest {
         assertThat(positive.plots).isTrue();
     }
 
+    /** train with no arguments (and so scripts/run with none) trains on the demo's schedule. */
+    @Test
+    void shouldGiveTheDemoItsScheduleAsOptionsTheRunKeeps() {
+        TrainCommand demo = new TrainCommand();
+        new picocli.CommandLine(demo).parseArgs(DemoSchedule.args().toArray(String[]::new));
+        assertThat(demo.epochs).isEqualTo(60);
+        assertThat(demo.data.demo()).isTrue();
+        var settings = demo.optimizer.settings(demo.model.width(), false, demo.data.seed);
+        assertThat(settings.decaySteps()).containsExactly(800L);
+        assertThat(settings.decayFactor()).isEqualTo(0.1f);
+        assertThat(settings.learningRates().getNewValue(801))
+                .isCloseTo(
+                        settings.learningRates().getNewValue(799) / 10,
+                        org.assertj.core.data.Offset.offset(1e-6f));
+        assertThat(DemoSchedule.notice()).startsWith("the demo: 60 epochs on the demo set");
+    }
+
     @Test
     void shouldTakeTheTailKnobAsAFractionAndAFactorAndSayWhatIsWrongOtherwise() {
         TrainCommand c = new TrainCommand();
         new picocli.CommandLine(c).parseArgs("--tail", "0.05,50");
-        assertThat(c.data.tail).isEqualTo(new DataOptions.Tail(0.05, 50));
+        assertThat(c.data.tail).isEqualTo(new io.minato.job.report.RunReport.Tail(0.05, 50));
         assertThat(c.data.transformConfig().tailFactor()).isEqualTo(50);
         assertThat(new TrainCommand().data.transformConfig().hasTail()).isFalse();
         for (String bad : List.of("0.05", "1.5,50", "0.05,0", "x,2", "0.1,2,3")) {
@@ -225,7 +242,7 @@ class TrainCommandTest {
         assertThat(run.err()).containsPattern("evaluated case_\\d{5}: kidney ");
         // On the device asked; a GPU this machine lacks falls back in one line, a bad name fails.
         MainTest.Run onCpu =
-                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--device", "cpu");
+                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--devices", "cpu");
         assertThat(onCpu.status()).as(onCpu.err()).isZero();
         assertThat(onCpu.out()).isEqualTo(eval.out().replace(", on gpu0", ", on cpu"));
         assertThat(onCpu.out().strip()).endsWith(", on cpu");
@@ -234,14 +251,14 @@ class TrainCommandTest {
                     evaluate(
                             cases,
                             out.resolve("run").resolve("model-device-0"),
-                            "--device",
+                            "--devices",
                             "gpu0");
             assertThat(noGpu.status()).as(noGpu.err()).isZero();
             assertThat(noGpu.out()).isEqualTo(onCpu.out());
             assertThat(noGpu.err()).contains("no GPU");
         }
         MainTest.Run badDevice =
-                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--device", "tpu");
+                evaluate(cases, out.resolve("run").resolve("model-device-0"), "--devices", "tpu");
         assertThat(badDevice.status()).isEqualTo(2);
         assertThat(badDevice.err()).contains("tpu");
         MainTest.Run missing = evaluate(cases, out.resolve("nothing-here"));

@@ -1,5 +1,8 @@
 package io.minato.job.profile;
 
+import io.minato.job.BatchOptions;
+import io.minato.job.ModelOptions;
+import io.minato.job.OptimizerOptions;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -17,29 +20,26 @@ import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Times the real training step (forward, backward, SGD update on the device) of the 3D-UNet per
- * batch, for each width and patch asked, on synthetic batches: what the accelerator costs, without
- * the loader.
+ * Times the real training step (forward, backward, SGD update on the device) of the 3D-UNet of
+ * {@code --width} and train's optimizer options per batch, for each patch asked, on synthetic
+ * batches: what the accelerator costs, without the loader.
  */
 @Command(
         name = "step-time",
         mixinStandardHelpOptions = true,
-        description =
-                "Time the real 3D-UNet training step per batch on the CPU for widths and patches.")
+        description = "Time the real 3D-UNet training step per batch on the CPU for patches.")
 public final class StepTimeCommand implements Callable<Integer> {
 
-    @Option(
-            names = "--width",
-            split = ",",
-            paramLabel = "X",
-            description = "Model widths, 1.0 = MLPerf's filters (default: 0.25,1.0).")
-    double[] widths = {0.25, 1.0};
+    @Mixin ModelOptions model = new ModelOptions();
+
+    @Mixin OptimizerOptions optimizer = new OptimizerOptions();
 
     @Option(
             names = "--patch",
@@ -48,11 +48,7 @@ public final class StepTimeCommand implements Callable<Integer> {
             description = "Patch edges, multiples of 32 (default: 32,64).")
     int[] patches = {32, 64};
 
-    @Option(
-            names = "--batch",
-            paramLabel = "B",
-            description = "Samples per batch (default: ${DEFAULT-VALUE}).")
-    int batch = 2;
+    @Mixin BatchOptions batch = new BatchOptions();
 
     @Option(
             names = "--repeats",
@@ -64,8 +60,8 @@ public final class StepTimeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (batch < 1 || repeats < 1) {
-            throw new ParameterException(spec.commandLine(), "--batch and --repeats must be >= 1");
+        if (repeats < 1) {
+            throw new ParameterException(spec.commandLine(), "--repeats must be >= 1");
         }
         for (int p : patches) {
             if (p < Unet3d.PATCH_DIVISOR || p % Unet3d.PATCH_DIVISOR != 0) {
@@ -74,10 +70,11 @@ public final class StepTimeCommand implements Callable<Integer> {
                         "--patch " + p + " must be a multiple of " + Unet3d.PATCH_DIVISOR);
             }
         }
-        for (double w : widths) {
-            if (!(w > 0)) {
-                throw new ParameterException(spec.commandLine(), "--width must be > 0: " + w);
-            }
+        TrainingSettings settings;
+        try {
+            settings = optimizer.settings(model.width(), false, 1);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         PrintWriter out = spec.commandLine().getOut();
         out.printf(
@@ -90,16 +87,16 @@ public final class StepTimeCommand implements Callable<Integer> {
                 "min ms",
                 "max ms");
         out.flush();
-        for (double width : widths) {
+        {
             for (int patch : patches) {
-                long[] ms = time(width, patch);
+                long[] ms = time(settings, patch);
                 Arrays.sort(ms);
                 out.printf(
                         Locale.ROOT,
                         "%-6s %-6d %-6d %10d %10d %10d%n",
-                        width,
+                        model.width(),
                         patch,
-                        batch,
+                        batch.batch(),
                         ms[ms.length / 2],
                         ms[0],
                         ms[ms.length - 1]);
@@ -109,17 +106,10 @@ public final class StepTimeCommand implements Callable<Integer> {
         return 0;
     }
 
-    private long[] time(double width, int patch) throws Exception {
-        Batch b = batch(patch);
+    private long[] time(TrainingSettings settings, int patch) throws Exception {
+        Batch b = syntheticBatch(patch);
         long[] ms = new long[repeats];
-        try (DjlAccelerator trainer =
-                new DjlAccelerator(
-                        TrainingSettings.builder()
-                                .setWidth(width)
-                                .setLearningRate(0.01f)
-                                .optMomentum(0.9f)
-                                .setSeed(1)
-                                .build())) {
+        try (DjlAccelerator trainer = new DjlAccelerator(settings)) {
             trainer.train(b); // libtorch's and the JIT's first-time costs
             for (int i = 0; i < repeats; i++) {
                 long start = System.nanoTime();
@@ -131,12 +121,12 @@ public final class StepTimeCommand implements Callable<Integer> {
     }
 
     /** Noise images with a labelled kidney-and-tumour block. */
-    private Batch batch(int patch) {
+    private Batch syntheticBatch(int patch) {
         Shape3 s = Shape3.cube(patch);
         int n = (int) s.voxels();
         List<PreparedSample> samples = new ArrayList<>();
         SplittableRandom random = new SplittableRandom(1);
-        for (int i = 0; i < batch; i++) {
+        for (int i = 0; i < batch.batch(); i++) {
             float[] image = new float[n];
             byte[] label = new byte[n];
             for (int v = 0; v < n; v++) {

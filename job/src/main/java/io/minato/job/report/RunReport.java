@@ -1,7 +1,5 @@
 package io.minato.job.report;
 
-import io.minato.job.DataOptions;
-import io.minato.job.Evaluation;
 import io.minato.stats.Distribution;
 import io.minato.trainer.DeviceSummary;
 import io.minato.trainer.TraceFiles;
@@ -30,7 +28,10 @@ import java.util.Locale;
  * stores of a TaskManager held at most, as its operators read them; null when not known); null when
  * the cache was off. {@code "tail"} is the bench's tail knob ({@code fraction}, {@code factor}),
  * null when off. {@code "workers"} (after {@code "cpu"}) says how many preparation workers ran and
- * whether the worker scheduler paced them ({@link Workers}). {@code "stall"} (before {@code
+ * whether the worker scheduler paced them ({@link Workers}), then the mean number it let prepare at
+ * once ({@code active_mean}; over the workers, each counting its TaskManager's scheduler; null when
+ * not paced) and how many prepared samples they sent with their bytes to a batcher or trainer in
+ * another TaskManager ({@code sent_as_bytes}; null: not known). {@code "stall"} (before {@code
  * "case_cache"}) says where the time went, after DS-Analyzer: the devices' {@code wait_s} for
  * batches split into {@code head_of_line_s} (a loader held a ready batch back behind an unfinished
  * one) and {@code behind_s} (the workers were behind), and the workers' {@code fetch_s} (wall-clock
@@ -40,8 +41,12 @@ import java.util.Locale;
  */
 public final class RunReport {
 
-    /** What the driver knows that the run directory does not. */
-    public record Inputs(
+    /**
+     * What the run was set up to do, known before it starts: the report's head ({@code workload} to
+     * {@code dataset}), the cores and workers it had, its optimizer (null: a simulated accelerator,
+     * which has none) and the bench's tail knob (null: off).
+     */
+    public record Configuration(
             String workload,
             String loader,
             int devices,
@@ -49,42 +54,93 @@ public final class RunReport {
             int patch,
             int epochs,
             long seed,
-            int cases,
-            int trainCases,
-            int evalCases,
-            List<Quarantine> quarantine,
-            long firstRequestMillis,
-            long processStartMillis,
+            DataSet data,
             int cores,
-            double processCpuSeconds,
-            Double timeoutMs,
-            Evaluation.Dice dice,
-            Accuracy accuracy,
-            TrainingSettings optimizer,
-            CacheCounts caseCache,
-            DataOptions.Tail tail,
-            List<RunSampler.Sample> memory,
             Workers workers,
-            Fetch fetch,
-            List<TaskManager> taskManagers,
-            long skippedSamples)
+            TrainingSettings optimizer,
+            Tail tail)
             implements Serializable {
 
-        /**
-         * @param quarantine every input left out, before the run or during it
-         * @param skippedSamples samples left out during the run because their input was quarantined
-         *     then (neither delivered nor dropped)
-         */
-        public Inputs {
-            quarantine = List.copyOf(quarantine);
+        /** Whether Minato's loader ran (the others have no deadline). */
+        public boolean minato() {
+            return loader.equals("minato");
+        }
+    }
+
+    /**
+     * The samples: {@code cases} in the data folder, {@code train} trained each epoch, {@code eval}
+     * held out; {@code leftOut} the inputs left out as bad before the run started.
+     */
+    public record DataSet(int cases, int train, int eval, List<Quarantine> leftOut)
+            implements Serializable {
+        public DataSet {
+            leftOut = List.copyOf(leftOut);
+        }
+    }
+
+    /**
+     * What the job said when it ended (its accumulators) and what the evaluation after it found.
+     *
+     * @param quarantined inputs the workers left out while the run prepared them
+     * @param skippedSamples samples left out then (neither delivered nor dropped)
+     * @param firstRequestMillis when the source handed out its first sample (null: it did not say)
+     * @param timeoutMs the fast/slow deadline at the end (null: none)
+     * @param caseCache the case cache's lookups (null: cache off)
+     * @param activeWorkersMean the worker scheduler's mean active count (null: not paced)
+     * @param sentAsBytes samples sent with their bytes to another TaskManager (null: not known)
+     * @param fetch the workers' reads of samples' files (null: not measured)
+     * @param taskManagers each TaskManager's part (null: the job did not say)
+     * @param dice the held-out cases' Dice (null: none evaluated)
+     * @param accuracy the held-out images' accuracy (null: none evaluated)
+     */
+    public record Outcome(
+            List<Quarantine> quarantined,
+            long skippedSamples,
+            Long firstRequestMillis,
+            Double timeoutMs,
+            CacheCounts caseCache,
+            Double activeWorkersMean,
+            Long sentAsBytes,
+            Fetch fetch,
+            List<TaskManager> taskManagers,
+            Dice dice,
+            Accuracy accuracy)
+            implements Serializable {
+        public Outcome {
+            quarantined = List.copyOf(quarantined);
             taskManagers = taskManagers == null ? null : List.copyOf(taskManagers);
         }
 
-        /** Inputs left out as bad. */
-        public int quarantined() {
-            return quarantine.size();
+        /** This outcome with what the evaluation after training found. */
+        public Outcome evaluated(Dice d, Accuracy a) {
+            return new Outcome(
+                    quarantined,
+                    skippedSamples,
+                    firstRequestMillis,
+                    timeoutMs,
+                    caseCache,
+                    activeWorkersMean,
+                    sentAsBytes,
+                    fetch,
+                    taskManagers,
+                    d,
+                    a);
         }
     }
+
+    /**
+     * What the process that waited for the job measured (none waits for a detached job).
+     *
+     * @param jobStartMillis when it started the job: the run's start when the source did not say
+     * @param processStartMillis when its JVM started
+     * @param processCpuSeconds its CPU time while the job ran
+     * @param memory its memory readings over the run (null: not sampled, as under flink run)
+     */
+    public record Measurements(
+            long jobStartMillis,
+            long processStartMillis,
+            double processCpuSeconds,
+            List<RunSampler.Sample> memory) {}
 
     /** An input left out of the run (its path relative to the data folder) and why. */
     public record Quarantine(String file, String reason) implements Serializable {
@@ -114,21 +170,19 @@ public final class RunReport {
     /** Top-1 accuracy of the trained classifier over {@code images} held-out images. */
     public record Accuracy(double top1, int images) implements Serializable {}
 
+    /** Kidney and tumour Dice averaged over cases; mean is their average, as the MLPerf metric. */
+    public record Dice(double mean, double kidney, double tumor, int cases)
+            implements Serializable {}
+
+    /** The bench's tail knob: a fraction of samples and how many times a sample's work they do. */
+    public record Tail(double fraction, int factor) implements Serializable {}
+
     /**
      * The loader's preparation workers: {@code fast} and {@code slow} (Minato's two kinds; the
-     * baselines' W + S threads count as fast), whether the worker scheduler paced them ({@code
-     * auto}) and then the mean number it let prepare at once ({@code activeMean}, else null; over
-     * the workers, each counting its TaskManager's scheduler), and how many prepared samples they
-     * sent with their bytes to a batcher or trainer in another TaskManager (null: not known).
+     * baselines' W + S threads count as fast), and whether the worker scheduler paced them ({@code
+     * auto}).
      */
-    public record Workers(int fast, int slow, boolean auto, Double activeMean, Long sentAsBytes)
-            implements Serializable {
-
-        /** Workers whose samples' routes are not known. */
-        public Workers(int fast, int slow, boolean auto, Double activeMean) {
-            this(fast, slow, auto, activeMean, null);
-        }
-    }
+    public record Workers(int fast, int slow, boolean auto) implements Serializable {}
 
     /**
      * One TaskManager's part of the job: its preparation subtasks ({@code workers}) and trainers,
@@ -146,36 +200,45 @@ public final class RunReport {
 
     /**
      * Lookups of remembered per-sample results over the whole job, and the bytes a JVM's stores
-     * held (null: not known); null in the inputs: cache off.
+     * held (null: not known).
      */
     public record CacheCounts(long hits, long misses, Long bytes) implements Serializable {}
 
-    private final Inputs in;
-    private final String acceleratorKind;
-    private final double wallSeconds;
-    private final long steps;
-    private final long delivered;
-    private final long fast;
-    private final long slow;
-    private final long dropped;
-    private final double busyFraction;
-    private final double waitSeconds;
-    private final double headOfLineSeconds;
-    private final Distribution.Summary prepMs;
-    private final double boundSeconds;
-    private final double firstLoss;
-    private final double lastLoss;
-    private final int gpuDevices; // 0: no GPU readings, "gpu": null
-    private final double gpuUtilizationMean;
-    private final long gpuMemoryPeak;
-    private final long gpuMemoryTotal;
-    private final long firstEpochEnd; // epoch millis; 0: no epoch-0 sample was trained
-    private final long samplesAtFirstEpochEnd;
-    private final long startMillis; // the first request, or a resumed run's first step
-    private final RunSampler.Memory memory; // null: not measured
+    final Configuration config;
+    final Outcome outcome;
+    final Measurements measured; // null: no process waited for the job
+    final String acceleratorKind;
+    final double wallSeconds;
+    final long steps;
+    final long delivered;
+    final long fast;
+    final long slow;
+    final long dropped;
+    final double busyFraction;
+    final double waitSeconds;
+    final double headOfLineSeconds;
+    final Distribution.Summary prepMs;
+    final double boundSeconds;
+    final double firstLoss;
+    final double lastLoss;
+    final int gpuDevices; // 0: no GPU readings, "gpu": null
+    final double gpuUtilizationMean;
+    final long gpuMemoryPeak;
+    final long gpuMemoryTotal;
+    final long firstEpochEnd; // epoch millis; 0: no epoch-0 sample was trained
+    final long samplesAtFirstEpochEnd;
+    final long startMillis; // the first request, or a resumed run's first step
+    final RunSampler.Memory memory; // null: not measured
 
-    private RunReport(Inputs in, List<DeviceSummary> devices, Distribution prep) {
-        this.in = in;
+    private RunReport(
+            Configuration config,
+            Outcome outcome,
+            Measurements measured,
+            List<DeviceSummary> devices,
+            Distribution prep) {
+        this.config = config;
+        this.outcome = outcome;
+        this.measured = measured;
         acceleratorKind = devices.isEmpty() ? "none" : devices.get(0).accelerator();
         long lastEnd = 0;
         long maxSteps = 0;
@@ -189,8 +252,12 @@ public final class RunReport {
         long epochEnd = 0;
         long atEpochEnd = 0;
         // A resumed run's devices started before this process asked for its first sample: the
-        // run's time counts from their first step (the interruption included).
-        long start = in.firstRequestMillis();
+        // run's time counts from their first step (the interruption included). Without a
+        // recorded first request nor a waiting process it counts from the devices' first step.
+        long start =
+                outcome.firstRequestMillis() != null
+                        ? outcome.firstRequestMillis()
+                        : measured != null ? measured.jobStartMillis() : Long.MAX_VALUE;
         for (DeviceSummary d : devices) {
             if (d.firstStepStartMillis() > 0) {
                 start = Math.min(start, d.firstStepStartMillis());
@@ -210,19 +277,23 @@ public final class RunReport {
         startMillis = start;
         wallSeconds = lastEnd > 0 ? Math.max(0, (lastEnd - start) / 1000.0) : 0;
         firstEpochEnd = epochEnd;
-        memory = in.memory() == null ? null : RunSampler.summarize(in.memory(), epochEnd);
+        memory =
+                measured == null || measured.memory() == null
+                        ? null
+                        : RunSampler.summarize(measured.memory(), epochEnd);
         samplesAtFirstEpochEnd = atEpochEnd;
         steps = maxSteps;
         delivered = samples;
         fast = f;
         slow = s;
-        dropped = (long) in.trainCases() * in.epochs() - samples - in.skippedSamples();
-        busyFraction = wallSeconds > 0 ? busy / (in.devices() * wallSeconds) : 0;
+        dropped =
+                (long) config.data().train() * config.epochs() - samples - outcome.skippedSamples();
+        busyFraction = wallSeconds > 0 ? busy / (config.devices() * wallSeconds) : 0;
         waitSeconds = wait;
         headOfLineSeconds = held;
         prepMs = prep.summary();
         double meanStep = totalSteps > 0 ? busy / totalSteps : 0;
-        boundSeconds = Math.max(prepMs.sum() / 1000 / in.cores(), steps * meanStep);
+        boundSeconds = Math.max(prepMs.sum() / 1000 / config.cores(), steps * meanStep);
         firstLoss = devices.isEmpty() ? Double.NaN : devices.get(0).firstLoss();
         lastLoss = devices.isEmpty() ? Double.NaN : devices.get(0).lastLoss();
 
@@ -250,10 +321,24 @@ public final class RunReport {
         gpuMemoryTotal = total;
     }
 
-    /** Reads the run directory the trainer sink wrote. */
-    public static RunReport build(Inputs in, Path runDir) throws IOException {
+    /** Reads the run directory the trainer sink wrote, for a run a process waited for. */
+    public static RunReport build(
+            Configuration config, Outcome outcome, Measurements measured, Path runDir)
+            throws IOException {
+        return read(config, outcome, java.util.Objects.requireNonNull(measured), runDir);
+    }
+
+    /** Reads the run directory of a detached run: no process measured it. */
+    public static RunReport build(Configuration config, Outcome outcome, Path runDir)
+            throws IOException {
+        return read(config, outcome, null, runDir);
+    }
+
+    private static RunReport read(
+            Configuration config, Outcome outcome, Measurements measured, Path runDir)
+            throws IOException {
         List<DeviceSummary> devices = new ArrayList<>();
-        for (int d = 0; d < in.devices(); d++) {
+        for (int d = 0; d < config.devices(); d++) {
             Path file = DeviceSummary.file(runDir, d);
             if (!Files.exists(file)) {
                 throw new IOException(
@@ -265,359 +350,24 @@ public final class RunReport {
         for (double ms : TraceFiles.prepMillis(runDir)) {
             prep.add(ms);
         }
-        return new RunReport(in, devices, prep);
+        return new RunReport(config, outcome, measured, devices, prep);
     }
 
-    /**
-     * The first epoch apart from the later ones: the first meets every case cold (its files mapped,
-     * its foreground components scanned), the later ones show the steady state. {@code
-     * first_epoch.wall_s} runs from the first request to the end of the last step that held an
-     * epoch-0 sample, {@code samples} counts every sample trained by then (a loader that runs ahead
-     * trains some of epoch 1 before the last of epoch 0); {@code later_epochs} is the rest of the
-     * run. Null when no epoch-0 sample was trained; {@code later_epochs} null with one epoch.
-     */
-    private void appendEpochs(StringBuilder b) {
-        b.append("  \"first_epoch\": ");
-        if (firstEpochEnd == 0 || wallSeconds == 0) {
-            b.append("null,\n  \"later_epochs\": null,\n");
-            return;
-        }
-        double first = Math.min(wallSeconds, Math.max(0, firstEpochEnd - startMillis) / 1000.0);
-        b.append("{\"wall_s\": ").append(DeviceSummary.Json.number(first));
-        b.append(", \"samples\": ").append(samplesAtFirstEpochEnd).append("},\n");
-        b.append("  \"later_epochs\": ");
-        long later = delivered - samplesAtFirstEpochEnd;
-        double laterSeconds = wallSeconds - first;
-        if (in.epochs() < 2 || later <= 0) {
-            b.append("null,\n");
-            return;
-        }
-        b.append("{\"wall_s\": ").append(DeviceSummary.Json.number(laterSeconds));
-        b.append(", \"samples\": ").append(later);
-        b.append(", \"samples_per_s\": ")
-                .append(laterSeconds > 0 ? DeviceSummary.Json.number(later / laterSeconds) : "null")
-                .append("},\n");
-    }
-
-    /**
-     * Resident memory of the training process (the embedded run; null under {@code flink run}, or
-     * without a reading after the first epoch): peaks over the first epoch and over the run, in all
-     * and anonymous (heap, native buffers, model) apart from the mapped data set's pages.
-     */
-    /**
-     * From this process's start to its first sample request: what a user waits for after the
-     * command (JVM, checks, Flink's start-up, the job's deployment); null when either is unknown.
-     */
-    private String startSeconds() {
-        long jvm = in.processStartMillis();
-        long first = in.firstRequestMillis();
-        if (jvm <= 0 || first < jvm) {
-            return "null";
-        }
-        return DeviceSummary.Json.number((first - jvm) / 1000.0);
-    }
-
-    /**
-     * Each TaskManager's part, with its CPU per sample trained in the whole job (a trainer's
-     * TaskManager receives every sample; a preparer's prepares its share); null when the job did
-     * not say.
-     */
-    private void appendTaskManagers(StringBuilder b) {
-        b.append("  \"task_managers\": ");
-        if (in.taskManagers() == null) {
-            b.append("null,\n");
-            return;
-        }
-        b.append('[');
-        String sep = "";
-        for (TaskManager tm : in.taskManagers()) {
-            b.append(sep).append("{\"id\": ").append(DeviceSummary.Json.quote(tm.id()));
-            b.append(", \"workers\": ").append(tm.workers());
-            b.append(", \"trainers\": ").append(tm.trainers());
-            b.append(", \"process_cpu_s\": ")
-                    .append(DeviceSummary.Json.number(Math.round(tm.cpuSeconds() * 100) / 100.0));
-            b.append(", \"cpu_ms_per_sample\": ")
-                    .append(
-                            delivered > 0
-                                    ? DeviceSummary.Json.number(
-                                            Math.round(tm.cpuSeconds() * 1e4 / delivered) / 10.0)
-                                    : "null");
-            b.append(", \"peak_rss_mb\": ")
-                    .append(tm.peakRssBytes() == null ? "null" : mb(tm.peakRssBytes()));
-            b.append(", \"active_mean\": ")
-                    .append(
-                            tm.activeMean() == null
-                                    ? "null"
-                                    : DeviceSummary.Json.number(
-                                            Math.round(tm.activeMean() * 100) / 100.0))
-                    .append('}');
-            sep = ", ";
-        }
-        b.append("],\n");
-    }
-
-    private void appendMemory(StringBuilder b) {
-        b.append("  \"memory\": ");
-        if (memory == null) {
-            b.append("null,\n");
-            return;
-        }
-        b.append("{\"peak_rss_mb\": ").append(mb(memory.peakRss()));
-        b.append(", \"peak_anon_mb\": ").append(mb(memory.peakAnon()));
-        b.append(", \"first_epoch_peak_anon_mb\": ").append(mb(memory.firstEpochPeakAnon()));
-        b.append(", \"later_halves_peak_anon_mb\": [")
-                .append(mb(memory.laterFirstHalfPeakAnon()))
-                .append(", ")
-                .append(mb(memory.laterSecondHalfPeakAnon()))
-                .append("]");
-        b.append(", \"anon_growth_over_later_epochs\": ")
-                .append(
-                        DeviceSummary.Json.number(
-                                Math.round(memory.anonGrowthOverLaterEpochs() * 1e4) / 1e4))
-                .append("},\n");
-    }
-
-    private static String mb(long bytes) {
-        return DeviceSummary.Json.number(Math.round(bytes / 1048576.0 * 10) / 10.0);
+    /** Every input left out of the run: before it started, then while it ran. */
+    public List<Quarantine> quarantine() {
+        List<Quarantine> all = new ArrayList<>(config.data().leftOut());
+        all.addAll(outcome.quarantined());
+        return all;
     }
 
     public long delivered() {
         return delivered;
     }
 
-    /** What the report was built from. */
-    public Inputs inputs() {
-        return in;
-    }
-
     public long dropped() {
         return dropped;
     }
 
-    public String toJson() {
-        StringBuilder b = new StringBuilder(1024);
-        b.append("{\n");
-        b.append("  \"workload\": ").append(DeviceSummary.Json.quote(in.workload())).append(",\n");
-        b.append("  \"loader\": ").append(DeviceSummary.Json.quote(in.loader())).append(",\n");
-        b.append("  \"devices\": ").append(in.devices()).append(", \"batch\": ").append(in.batch());
-        b.append(", \"patch\": ").append(in.patch()).append(", \"epochs\": ").append(in.epochs());
-        b.append(", \"seed\": ").append(in.seed()).append(",\n");
-        b.append("  \"dataset\": {\"cases\": ")
-                .append(in.cases())
-                .append(", \"train\": ")
-                .append(in.trainCases());
-        b.append(", \"eval\": ").append(in.evalCases()).append("},\n");
-        b.append("  \"wall_s\": ").append(DeviceSummary.Json.number(wallSeconds)).append(",\n");
-        b.append("  \"start_s\": ").append(startSeconds()).append(",\n");
-        b.append("  \"steps\": ").append(steps).append(",\n");
-        b.append("  \"samples\": {\"delivered\": ")
-                .append(delivered)
-                .append(", \"fast\": ")
-                .append(fast);
-        b.append(", \"slow\": ").append(slow).append(", \"dropped\": ").append(dropped);
-        b.append(", \"quarantined\": ").append(in.quarantined()).append("},\n");
-        b.append("  \"accelerator\": {\"kind\": ")
-                .append(DeviceSummary.Json.quote(acceleratorKind));
-        b.append(", \"busy_fraction\": ").append(DeviceSummary.Json.number(busyFraction));
-        b.append(", \"wait_s\": ").append(DeviceSummary.Json.number(waitSeconds)).append("},\n");
-        b.append("  \"gpu\": ");
-        b.append(
-                gpuDevices == 0
-                        ? "null"
-                        : "{\"devices\": "
-                                + gpuDevices
-                                + ", \"utilization_mean_percent\": "
-                                + DeviceSummary.Json.number(gpuUtilizationMean)
-                                + ", \"memory_peak_bytes\": "
-                                + gpuMemoryPeak
-                                + ", \"memory_total_bytes\": "
-                                + gpuMemoryTotal
-                                + "}");
-        b.append(",\n");
-        b.append("  \"prep_ms\": {\"p50\": ").append(DeviceSummary.Json.number(prepMs.p50()));
-        b.append(", \"p90\": ").append(DeviceSummary.Json.number(prepMs.p90()));
-        b.append(", \"p99\": ").append(DeviceSummary.Json.number(prepMs.p99()));
-        b.append(", \"max\": ").append(DeviceSummary.Json.number(prepMs.max()));
-        b.append(", \"sum\": ").append(DeviceSummary.Json.number(prepMs.sum())).append("},\n");
-        DataOptions.Tail tail = in.tail();
-        b.append("  \"tail\": ")
-                .append(
-                        tail == null
-                                ? "null"
-                                : "{\"fraction\": "
-                                        + DeviceSummary.Json.number(tail.fraction())
-                                        + ", \"factor\": "
-                                        + tail.factor()
-                                        + "}")
-                .append(",\n");
-        Fetch fetch = in.fetch();
-        b.append("  \"stall\": {\"wait_s\": ")
-                .append(DeviceSummary.Json.number(waitSeconds))
-                .append(", \"head_of_line_s\": ")
-                .append(DeviceSummary.Json.number(headOfLineSeconds))
-                .append(", \"behind_s\": ")
-                .append(DeviceSummary.Json.number(behindSeconds()))
-                .append(", \"fetch_s\": ")
-                .append(fetch == null ? "null" : DeviceSummary.Json.number(fetch.seconds()))
-                .append(", \"fetch_cpu_s\": ")
-                .append(fetch == null ? "null" : DeviceSummary.Json.number(fetch.cpuSeconds()))
-                .append(", \"transform_s\": ")
-                .append(fetch == null ? "null" : DeviceSummary.Json.number(transformSeconds()))
-                .append("},\n");
-        CacheCounts cc = in.caseCache();
-        b.append("  \"case_cache\": ")
-                .append(
-                        cc == null
-                                ? "null"
-                                : "{\"hits\": "
-                                        + cc.hits()
-                                        + ", \"misses\": "
-                                        + cc.misses()
-                                        + ", \"bytes\": "
-                                        + (cc.bytes() == null ? "null" : cc.bytes())
-                                        + "}")
-                .append(",\n");
-        b.append("  \"cpu\": {\"cores\": ").append(in.cores());
-        b.append(", \"process_cpu_s\": ")
-                .append(DeviceSummary.Json.number(in.processCpuSeconds()))
-                .append("},\n");
-        Workers w = in.workers();
-        b.append("  \"workers\": ");
-        if (w == null) {
-            b.append("null,\n");
-        } else {
-            b.append("{\"fast\": ").append(w.fast()).append(", \"slow\": ").append(w.slow());
-            b.append(", \"auto\": ").append(w.auto()).append(", \"active_mean\": ");
-            b.append(
-                            w.activeMean() == null
-                                    ? "null"
-                                    : DeviceSummary.Json.number(
-                                            Math.round(w.activeMean() * 100) / 100.0))
-                    .append(", \"sent_as_bytes\": ")
-                    .append(w.sentAsBytes() == null ? "null" : w.sentAsBytes())
-                    .append("},\n");
-        }
-        appendTaskManagers(b);
-        appendMemory(b);
-        b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(boundSeconds)).append(",\n");
-        appendEpochs(b);
-        b.append("  \"timeout_ms\": ")
-                .append(in.timeoutMs() == null ? "null" : DeviceSummary.Json.number(in.timeoutMs()))
-                .append(",\n");
-        b.append("  \"loss\": ");
-        b.append(
-                Double.isNaN(firstLoss)
-                        ? "null"
-                        : "{\"first\": "
-                                + DeviceSummary.Json.number(firstLoss)
-                                + ", \"last\": "
-                                + DeviceSummary.Json.number(lastLoss)
-                                + "}");
-        b.append(",\n");
-        TrainingSettings o = in.optimizer();
-        b.append("  \"optimizer\": ");
-        b.append(
-                o == null
-                        ? "null"
-                        : "{\"name\": \"sgd\", \"learning_rate\": "
-                                + decimal(o.learningRate())
-                                + ", \"momentum\": "
-                                + decimal(o.momentum())
-                                + ", \"weight_decay\": "
-                                + decimal(o.weightDecay())
-                                + ", \"nesterov\": "
-                                + o.nesterov()
-                                + ", \"warmup_steps\": "
-                                + o.warmupSteps()
-                                + ", \"warmup_start_lr\": "
-                                + decimal(o.warmupStartLearningRate())
-                                + ", \"decay_steps\": "
-                                + o.decaySteps()
-                                + ", \"decay_factor\": "
-                                + decimal(o.decayFactor())
-                                + ", \"schedule\": "
-                                + DeviceSummary.Json.quote(schedule(o))
-                                + ", \"width\": "
-                                + DeviceSummary.Json.number(o.width())
-                                + "}");
-        b.append(",\n");
-        Evaluation.Dice d = in.dice();
-        b.append("  \"dice\": ");
-        b.append(
-                d == null
-                        ? "null"
-                        : "{\"mean\": "
-                                + DeviceSummary.Json.number(d.mean())
-                                + ", \"kidney\": "
-                                + DeviceSummary.Json.number(d.kidney())
-                                + ", \"tumor\": "
-                                + DeviceSummary.Json.number(d.tumor())
-                                + "}");
-        b.append(",\n");
-        Accuracy a = in.accuracy();
-        b.append("  \"accuracy\": ");
-        b.append(
-                a == null
-                        ? "null"
-                        : "{\"top1\": "
-                                + DeviceSummary.Json.number(a.top1())
-                                + ", \"images\": "
-                                + a.images()
-                                + "}");
-        b.append(",\n");
-        b.append("  \"quarantine\": [");
-        for (int i = 0; i < in.quarantine().size(); i++) {
-            Quarantine q = in.quarantine().get(i);
-            b.append(i == 0 ? "\n    " : ",\n    ")
-                    .append("{\"file\": ")
-                    .append(DeviceSummary.Json.quote(q.file()))
-                    .append(", \"reason\": ")
-                    .append(DeviceSummary.Json.quote(q.reason()))
-                    .append("}");
-        }
-        b.append(in.quarantine().isEmpty() ? "]\n" : "\n  ]\n");
-        b.append("}\n");
-        return b.toString();
-    }
-
-    /** The learning-rate schedule in words, for people reading the report. */
-    static String schedule(TrainingSettings o) {
-        StringBuilder b = new StringBuilder();
-        if (o.warmupSteps() > 0) {
-            b.append("linear warm-up from ")
-                    .append(o.warmupStartLearningRate())
-                    .append(" to ")
-                    .append(o.learningRate())
-                    .append(" over ")
-                    .append(o.warmupSteps())
-                    .append(" steps, then ");
-        }
-        if (o.decaySteps().isEmpty() || o.decayFactor() == 1f) {
-            b.append("constant ").append(o.learningRate());
-        } else {
-            b.append(o.learningRate())
-                    .append(" times ")
-                    .append(o.decayFactor())
-                    .append(" after each of steps ")
-                    .append(o.decaySteps());
-        }
-        return b.toString();
-    }
-
-    /** A float setting as the user typed it: 0.1, not 0.10000000149011612. */
-    private static String decimal(float v) {
-        return DeviceSummary.Json.number(Double.parseDouble(Float.toString(v)));
-    }
-
-    public void write(Path file) throws IOException {
-        Path parent = file.toAbsolutePath().getParent();
-        if (parent != null) {
-            Files.createDirectories(parent);
-        }
-        Files.writeString(file, toJson(), StandardCharsets.UTF_8);
-    }
-
-    /** The one-line summary the train command prints. */
     /** The devices' wait while a loader held a ready batch back behind an unfinished one. */
     public double headOfLineSeconds() {
         return headOfLineSeconds;
@@ -630,17 +380,33 @@ public final class RunReport {
 
     /** The preparation's CPU time outside reads of samples' files; NaN when reads are unknown. */
     public double transformSeconds() {
-        Fetch fetch = in.fetch();
+        Fetch fetch = outcome.fetch();
         return fetch == null ? Double.NaN : Math.max(0, prepMs.sum() / 1000 - fetch.cpuSeconds());
     }
 
+    public String toJson() {
+        return ReportJson.of(this);
+    }
+
+    public void write(Path file) throws IOException {
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) {
+            Files.createDirectories(parent);
+        }
+        Files.writeString(file, toJson(), StandardCharsets.UTF_8);
+    }
+
+    /** The one-line summary the train command prints. */
     public String summaryLine() {
         double rate = wallSeconds > 0 ? delivered / wallSeconds : 0;
+        Double timeoutMs = outcome.timeoutMs();
+        Dice dice = outcome.dice();
+        Accuracy accuracy = outcome.accuracy();
         return String.format(
                         Locale.ROOT,
                         "%s: %.1f s, %d steps, %d samples (%.1f/s; %d fast, %d slow, %d dropped, %d quarantined),"
                                 + " accelerator busy %.0f %%, bound %.1f s (wall/bound %.2f), timeout %s",
-                        in.loader(),
+                        config.loader(),
                         wallSeconds,
                         steps,
                         delivered,
@@ -648,35 +414,35 @@ public final class RunReport {
                         fast,
                         slow,
                         dropped,
-                        in.quarantined(),
+                        quarantine().size(),
                         100 * busyFraction,
                         boundSeconds,
                         boundSeconds > 0 ? wallSeconds / boundSeconds : 0,
-                        in.timeoutMs() != null
-                                ? String.format(Locale.ROOT, "%.1f ms", in.timeoutMs())
+                        timeoutMs != null
+                                ? String.format(Locale.ROOT, "%.1f ms", timeoutMs)
                                 // Minato's auto timeout learns a deadline from its first samples.
-                                : in.loader().equals("minato") ? "none: no deadline yet" : "none")
+                                : config.minato() ? "none: no deadline yet" : "none")
                 + String.format(
                         Locale.ROOT,
                         ", waited %.1f s (head-of-line %.1f s, behind %.1f s)",
                         waitSeconds,
                         headOfLineSeconds,
                         behindSeconds())
-                + (in.dice() == null
+                + (dice == null
                         ? ""
                         : String.format(
                                 Locale.ROOT,
                                 ", Dice %.3f (kidney %.3f, tumour %.3f; %d held-out cases)",
-                                in.dice().mean(),
-                                in.dice().kidney(),
-                                in.dice().tumor(),
-                                in.dice().cases()))
-                + (in.accuracy() == null
+                                dice.mean(),
+                                dice.kidney(),
+                                dice.tumor(),
+                                dice.cases()))
+                + (accuracy == null
                         ? ""
                         : String.format(
                                 Locale.ROOT,
                                 ", top-1 accuracy %.3f (%d held-out images)",
-                                in.accuracy().top1(),
-                                in.accuracy().images()));
+                                accuracy.top1(),
+                                accuracy.images()));
     }
 }

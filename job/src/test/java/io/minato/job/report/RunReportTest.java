@@ -179,7 +179,8 @@ class RunReportTest {
         DeviceSummary.of(0, "cpu", counters(2_000, 4), null).write(run);
 
         assertThat(report(1, 2).toJson()).contains("  \"start_s\": 0.4,\n");
-        assertThat(report(1, 2, null, 0).toJson()).contains("  \"start_s\": null,\n");
+        RunReport detached = RunReport.build(configuration(1, 2, List.of()), outcome(null), run);
+        assertThat(detached.toJson()).contains("  \"start_s\": null,\n");
         assertThat(report(1, 2, null, 900).toJson()).contains("  \"start_s\": null,\n");
     }
 
@@ -318,35 +319,43 @@ class RunReportTest {
             RunReport.Accuracy accuracy)
             throws IOException {
         return RunReport.build(
-                new RunReport.Inputs(
-                        "kits19",
-                        "minato",
-                        devices,
-                        2,
-                        32,
-                        epochs,
-                        7,
-                        10,
-                        6 * devices,
-                        2,
-                        quarantine,
-                        500,
-                        processStart,
-                        2,
-                        1.0,
-                        null,
-                        null,
-                        accuracy,
-                        null,
-                        null,
-                        null,
-                        memory,
-                        new RunReport.Workers(2, 2, true, 1.754),
-                        new RunReport.Fetch(0.5, 0.25),
-                        List.of(
-                                new RunReport.TaskManager("tm-1", 0, 2, 3.0, 512L << 20, null),
-                                new RunReport.TaskManager("tm-2", 4, 0, 6.0, null, 2.345)),
-                        0),
+                configuration(devices, epochs, quarantine),
+                outcome(accuracy),
+                new RunReport.Measurements(500, processStart, 1.0, memory),
                 run);
+    }
+
+    private static RunReport.Configuration configuration(
+            int devices, int epochs, List<RunReport.Quarantine> quarantine) {
+        return new RunReport.Configuration(
+                "kits19",
+                "minato",
+                devices,
+                2,
+                32,
+                epochs,
+                7,
+                new RunReport.DataSet(10, 6 * devices, 2, quarantine),
+                2,
+                new RunReport.Workers(2, 2, true),
+                null,
+                null);
+    }
+
+    private static RunReport.Outcome outcome(RunReport.Accuracy accuracy) {
+        return new RunReport.Outcome(
+                List.of(),
+                0,
+                500L,
+                null,
+                null,
+                1.754,
+                null,
+                new RunReport.Fetch(0.5, 0.25),
+                List.of(
+                        new RunReport.TaskManager("tm-1", 0, 2, 3.0, 512L << 20, null),
+                        new RunReport.TaskManager("tm-2", 4, 0, 6.0, null, 2.345)),
+                null,
+                accuracy);
     }
 }

@@ -1,0 +1,79 @@
+package io.minato.job;
+
+import ai.djl.Device;
+import io.minato.data.BadInputException;
+import io.minato.job.report.RunReport;
+import io.minato.spi.Workload;
+import io.minato.trainer.Network;
+import io.minato.workload.images.ImageClassifier;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+
+/** The images workload's folder: a small CNN learns it, top-1 accuracy scores it. */
+record ImageSet(ImageData.Images images) implements TrainingSet {
+
+    @Override
+    public Workload<?> workload() {
+        return images.workload();
+    }
+
+    @Override
+    public int total() {
+        return images.total();
+    }
+
+    @Override
+    public int eval() {
+        return images.eval();
+    }
+
+    @Override
+    public int held() {
+        return images.held().size();
+    }
+
+    @Override
+    public List<RunReport.Quarantine> quarantine() {
+        return images.quarantine();
+    }
+
+    @Override
+    public Path dir() {
+        return images.dir();
+    }
+
+    @Override
+    public boolean remembers() {
+        return images.remembers();
+    }
+
+    @Override
+    public String unit() {
+        return "images (" + images.classes() + " classes)";
+    }
+
+    @Override
+    public String heldUnit() {
+        return "image(s)";
+    }
+
+    @Override
+    public Network network(double width) {
+        return new ImageClassifier(images.classes(), width);
+    }
+
+    @Override
+    public RunReport.Outcome evaluated(
+            RunReport.Outcome outcome,
+            Path modelDir,
+            Network network,
+            double width,
+            Device device,
+            PrintWriter err)
+            throws IOException, BadInputException {
+        return outcome.evaluated(
+                null, ImageData.accuracy(modelDir, images, (ImageClassifier) network, device));
+    }
+}

@@ -1,0 +1,89 @@
+package io.minato.job;
+
+import ai.djl.Device;
+import io.minato.data.BadInputException;
+import io.minato.job.report.RunReport;
+import io.minato.spi.Workload;
+import io.minato.trainer.Network;
+import io.minato.workload.kits19.CaseTable;
+import io.minato.workload.kits19.Unet3dNetwork;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+
+/** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
+record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
+
+    KitsSet(DataOptions.Cases cases, DataOptions data) {
+        this(
+                cases,
+                new CaseTable(cases.train(), cases.cache()).workload(data.transformConfig()),
+                data.patchEdge());
+    }
+
+    @Override
+    public int total() {
+        return cases.total();
+    }
+
+    @Override
+    public int eval() {
+        return cases.eval();
+    }
+
+    @Override
+    public int held() {
+        return cases.held().size();
+    }
+
+    @Override
+    public List<RunReport.Quarantine> quarantine() {
+        return cases.quarantine();
+    }
+
+    @Override
+    public Path dir() {
+        return cases.dir();
+    }
+
+    @Override
+    public boolean remembers() {
+        return cases.cache().enabled();
+    }
+
+    @Override
+    public String unit() {
+        return "cases";
+    }
+
+    @Override
+    public String heldUnit() {
+        return "case(s)";
+    }
+
+    @Override
+    public Network network(double width) {
+        return new Unet3dNetwork(width);
+    }
+
+    @Override
+    public RunReport.Outcome evaluated(
+            RunReport.Outcome outcome,
+            Path modelDir,
+            Network network,
+            double width,
+            Device device,
+            PrintWriter err)
+            throws IOException, BadInputException {
+        RunReport.Dice dice =
+                Evaluation.evaluate(
+                        modelDir,
+                        width,
+                        patch,
+                        cases.held(),
+                        device,
+                        Evaluation.CaseDone.printingTo(err));
+        return outcome.evaluated(dice, null);
+    }
+}

@@ -1,0 +1,277 @@
+package io.minato.job;
+
+import io.minato.job.report.ReportAssembly;
+import io.minato.job.report.RunReport;
+import io.minato.job.report.RunSampler;
+import io.minato.loader.AccumulatorFiles;
+import io.minato.loader.SampleRecipe;
+import io.minato.trainer.AcceleratorFactory;
+import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.Savepoints;
+import io.minato.trainer.TrainerSink;
+import io.minato.trainer.TrainingProgress;
+import io.minato.trainer.TrainingSettings;
+import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import picocli.CommandLine.ParameterException;
+
+/**
+ * One training run on Flink: the plan's trainer sink and loader job wired into an environment (this
+ * process's MiniCluster, or the cluster {@code flink run} submits to), run to its end while a
+ * progress line shows how far it is, and handed to its report. A failure that one line says all
+ * about ends it with that line ({@link Failure#inRun}).
+ */
+final class TrainingRun {
+    private static final Duration SAMPLE_PERIOD = Duration.ofMillis(250);
+
+    final RunPlan plan;
+    final TrainCommand options;
+    final TrainingSet set;
+    final Path run;
+    final AcceleratorFactory accelerator;
+    final ReportAssembly report;
+    private final Path flinkTmp;
+    private final StreamExecutionEnvironment env;
+
+    TrainingRun(RunPlan plan, TrainingSet set, Path run) throws Exception {
+        this.plan = plan;
+        this.options = plan.options;
+        this.set = set;
+        this.run = run;
+        TrainCommand o = options;
+        TrainingSettings optimizer =
+                plan.optimizer == null
+                        ? null
+                        : plan.optimizer.withNetwork(set.network(o.model.width()));
+        accelerator =
+                optimizer != null
+                        ? new DjlAccelerator.Factory(optimizer, plan.devices.names())
+                        : plan.simulated;
+        report =
+                new ReportAssembly(
+                        configuration(optimizer), set.dir(), plan.timeout, set.remembers());
+        // `flink run -d`: no client waits for the job's accumulators, so the operators write them
+        // into the run directory, and the job writes its own report (DetachedReport).
+        // Application mode runs this in the JobManager, detached unless configured otherwise:
+        // the job writes its report, and the JobManager must not be exited under it.
+        if (!plan.embedded && FlinkSetup.applicationMode()) {
+            Main.runsInsideJobManager();
+        }
+        boolean skip = o.data.onBadSample == DataOptions.OnBadSample.skip;
+        TrainerSink.Builder sink =
+                TrainerSink.builder()
+                        .setAccelerator(accelerator)
+                        .optQueueDepth(o.queueDepth)
+                        .optOutputDir(run.toAbsolutePath())
+                        .optTraceDir(run.toAbsolutePath())
+                        .optRecipe(new SampleRecipe(set.workload()))
+                        .optSkipBadSamples(skip);
+        if (plan.detached) {
+            sink.optOnRunEnd(new DetachedReport(report, o.report, o.trace, o.plots));
+        }
+        LoaderJob.Builder job =
+                LoaderJob.builder()
+                        .setWorkload(set.workload())
+                        .setTrainer(sink.build())
+                        .optLoader(o.loader)
+                        .optEpochs(o.epochs)
+                        .optSeed(o.data.seed)
+                        .optBatchSize(o.batch.batch())
+                        .optDevices(plan.devices.devices().size())
+                        .optTimeout(plan.timeout)
+                        .optSkipBadSamples(skip)
+                        // On a cluster preparation may run on other hosts than training, and
+                        // training where Flink's GPUs are when the cluster declares them.
+                        .optTrainingSlots(
+                                plan.embedded
+                                        ? LoaderJob.TrainingSlots.SHARED
+                                        : plan.devices.fromFlink()
+                                                ? LoaderJob.TrainingSlots.ON_GPUS
+                                                : LoaderJob.TrainingSlots.APART);
+        LoaderJob loaderJob =
+                (plan.scheduled
+                                ? job.optScheduledWorkers(plan.fastWorkers, plan.slowWorkers)
+                                : job.optWorkers(plan.fastWorkers, plan.slowWorkers))
+                        .build();
+        int slots = loaderJob.slots();
+        if (plan.clusterSlots.isPresent() && plan.clusterSlots.getAsInt() < slots) {
+            // Flink would wait for slots that never come, then fail minutes later.
+            throw new ParameterException(
+                    o.spec.commandLine(),
+                    ClusterSlots.tooFew(
+                            plan.clusterSlots.getAsInt(), slots, plan.devices.devices().size()));
+        }
+        flinkTmp = Files.createDirectories(run.resolve("tmp"));
+        Configuration flink =
+                FlinkSetup.jobConfiguration(
+                        run, Duration.ofMillis(o.checkpointMillis), o.restartAttempts);
+        if (o.restoreFrom != null) {
+            flink.setString(
+                    "execution.state-recovery.path", o.restoreFrom.toAbsolutePath().toString());
+        }
+        env =
+                FlinkSetup.environment(
+                        flink,
+                        slots,
+                        loaderJob.networkBuffers(),
+                        o.webUi,
+                        plan.restPort,
+                        plan.metricsPort,
+                        flinkTmp);
+        if (plan.detached) {
+            Configuration parameters = new Configuration();
+            parameters.setString(
+                    AccumulatorFiles.DIR_PARAMETER,
+                    run.resolve(DetachedReport.ACCUMULATORS).toAbsolutePath().toString());
+            env.getConfig().setGlobalJobParameters(parameters);
+        }
+        loaderJob.build(env);
+    }
+
+    /** What the report says of the run's set-up. */
+    private RunReport.Configuration configuration(TrainingSettings optimizer) {
+        TrainCommand o = options;
+        boolean minato = plan.minato();
+        int fast = plan.fastWorkers;
+        int slow = plan.slowWorkers;
+        return new RunReport.Configuration(
+                o.data.workload.name(),
+                o.loader.name(),
+                plan.devices.devices().size(),
+                o.batch.batch(),
+                o.data.patchEdge(),
+                o.epochs,
+                o.data.seed,
+                new RunReport.DataSet(set.total(), set.train(), set.eval(), set.quarantine()),
+                Runtime.getRuntime().availableProcessors(),
+                new RunReport.Workers(
+                        minato ? fast : fast + slow, minato ? slow : 0, minato && plan.scheduled),
+                optimizer,
+                o.data.tail);
+    }
+
+    /** Runs the job to its end (or submits it detached) and reports on it; the exit status. */
+    int execute(PrintWriter out, PrintWriter err) throws Exception {
+        TrainCommand o = options;
+        int devices = plan.devices.devices().size();
+        err.printf(
+                Locale.ROOT,
+                "training: %s loader, %s, %d %s (%d held out, %d quarantined) x %d epochs, %s %d%s,"
+                        + " batch %d x %d %s device(s), accelerator %s, %s workers, run dir %s%s%s%n",
+                o.loader,
+                o.data.workload,
+                set.train(),
+                set.unit(),
+                set.held(),
+                set.quarantine().size(),
+                o.epochs,
+                o.data.images() ? "crop" : "patch",
+                o.data.patchEdge(),
+                o.data.images() ? "^2" : "^3",
+                o.batch.batch(),
+                devices,
+                plan.devices.devices().get(0).kind().name().toLowerCase(Locale.ROOT),
+                o.accelerator,
+                plan.scheduled
+                        ? "auto (" + plan.fastWorkers + " + " + plan.slowWorkers + ")"
+                        : Integer.toString(plan.fastWorkers),
+                run,
+                o.webUi ? ", web UI on http://localhost:" + plan.restPort : "",
+                plan.metricsPort != null
+                        ? ", metrics on http://localhost:" + plan.metricsPort + "/metrics"
+                        : "");
+        err.flush();
+        String name = "minato-flink train (" + o.loader + ")";
+        if (plan.detached) {
+            JobClient client = env.executeAsync(name);
+            err.println(
+                    "submitted job "
+                            + client.getJobID()
+                            + " detached: when it finishes it writes report.json, the trace and"
+                            + " summary.txt into "
+                            + run.toAbsolutePath()
+                            + (o.report != null ? " (and the report to " + o.report + ")" : "")
+                            + "; follow it in the web UI or with flink list");
+            err.flush();
+            return 0;
+        }
+        long cpu0 = RunSampler.cpuNanos();
+        long start = System.currentTimeMillis();
+        // The run's trainers register with it; read by the sampler and the progress line.
+        TrainingProgress progress = TrainingProgress.of(run.toAbsolutePath());
+        RunSampler sampler =
+                plan.embedded
+                        ? RunSampler.start(SAMPLE_PERIOD, () -> progress.totals().busyNanos())
+                        : null;
+        List<RunSampler.Sample> samples = null;
+        JobExecutionResult result;
+        OutputPaths.FullDiskWatch disk = OutputPaths.FullDiskWatch.start(run, 200);
+        try {
+            if (o.progressMillis <= 0) {
+                result = env.execute(name);
+            } else {
+                JobClient client = env.executeAsync(name);
+                // Embedded, the trainers run in this JVM; on a cluster, their metrics come
+                // through the JobManager's REST API.
+                ClusterProgress cluster =
+                        plan.embedded
+                                ? null
+                                : new ClusterProgress(
+                                        FlinkSetup.clientConfiguration(),
+                                        client.getJobID().toString());
+                result =
+                        new ProgressLine(
+                                        o.progressMillis,
+                                        (long) set.train() * o.epochs,
+                                        set.train(),
+                                        devices,
+                                        o.epochs,
+                                        o.restoreFrom != null,
+                                        err)
+                                .await(client, plan.embedded ? progress::totals : cluster::totals);
+            }
+        } catch (Exception e) {
+            RuntimeException stopped =
+                    Failure.of(e).inRun(run, plan.embedded, disk.sawNearlyFull());
+            if (stopped != null) {
+                throw stopped;
+            }
+            throw e;
+        } finally {
+            disk.close();
+            samples = sampler == null ? null : sampler.stop();
+            TrainingProgress.forget(run.toAbsolutePath());
+            FlinkSetup.deleteRpcJars(flinkTmp);
+        }
+        long processCpu = RunSampler.cpuNanos() - cpu0;
+        String savepoint = Savepoints.stoppedWith(run);
+        if (savepoint != null) {
+            // flink stop: the job ended as finished, with samples left to train.
+            err.println(
+                    "stopped with a savepoint in "
+                            + savepoint
+                            + "; continue the run with --resume "
+                            + run.toAbsolutePath());
+            err.flush();
+            return 0;
+        }
+        RunArgs.finished(run);
+        RunReport.Measurements measured =
+                new RunReport.Measurements(
+                        start,
+                        ManagementFactory.getRuntimeMXBean().getStartTime(),
+                        processCpu / 1e9,
+                        samples);
+        new TrainingReport(this, out, err).write(result.getAllAccumulatorResults(), measured);
+        return 0;
+    }
+}
