@@ -319,9 +319,13 @@ public final class WorkerScheduler {
         jobQueues = view;
     }
 
-    /** Whether the count was ever revised by the devices' queues (else it paced blind). */
+    /**
+     * Whether this scheduler saw a device's queue: revised its count by one, or was told of one (a
+     * trainer here, or the job's queues from the workers' coordinator) before its workers ran out
+     * of work, a tick too soon to revise by it on a short run. Else it paced blind.
+     */
     public synchronized boolean sawQueues() {
-        return revised;
+        return revised || !queues.isEmpty() || jobQueues.known();
     }
 
     /** How many workers hold a permit now. */

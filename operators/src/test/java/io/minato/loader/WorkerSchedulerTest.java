@@ -129,6 +129,21 @@ class WorkerSchedulerTest {
     }
 
     /**
+     * On a short run the job's queues may come a tick before the workers run out of work: the
+     * scheduler saw them, though it had no tick left to revise its count by them.
+     */
+    @Test
+    void shouldHaveSeenTheJobsQueuesOnceToldOfThemEvenWithoutATickAfter() {
+        WorkerScheduler s = scheduler(2);
+        s.worker(Kind.FAST);
+        s.worker(Kind.SLOW);
+        assertThat(s.sawQueues()).isFalse();
+        s.jobQueues(new JobQueues(1, 1));
+        assertThat(s.sawQueues()).isTrue();
+        assertThat(s.active()).isEqualTo(2);
+    }
+
+    /**
      * A TaskManager with workers and no trainer: the queues the job reports pace its workers as a
      * trainer's own queue would, a device with room adding workers and every queue full shedding
      * them.
