@@ -4,6 +4,7 @@ import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.PrepTimes;
 import io.minato.loader.Receivers;
+import io.minato.loader.SampleChunks;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TaskManagerUsage;
 import io.minato.loader.TimeoutPolicy;
@@ -58,11 +59,20 @@ public final class ReportAssembly implements Serializable {
                 timeoutMillis(accumulators, configuration.minato(), timeout),
                 cacheCounts(accumulators, caseCache),
                 configuration.workers().auto() ? activeWorkersMean(accumulators) : null,
-                accumulators.get(Receivers.SENT_AS_BYTES) instanceof Long n ? n : null,
+                crossed(accumulators),
                 fetch(accumulators),
                 taskManagers(accumulators),
                 null,
                 null);
+    }
+
+    /** What crossed between TaskManagers (null: the workers did not say). */
+    static RunReport.Crossed crossed(Map<String, Object> accumulators) {
+        if (!(accumulators.get(Receivers.SENT_AS_BYTES) instanceof Long asBytes)) {
+            return null;
+        }
+        return new RunReport.Crossed(
+                asBytes, accumulators.get(SampleChunks.SENT_IN_PIECES) instanceof Long n ? n : 0);
     }
 
     /** The report of a run that no process waited for, from the run directory it left. */

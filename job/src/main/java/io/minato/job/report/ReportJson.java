@@ -119,7 +119,9 @@ final class ReportJson {
                                 : DeviceSummary.Json.number(
                                         Math.round(o.activeWorkersMean() * 100) / 100.0))
                 .append(", \"sent_as_bytes\": ")
-                .append(o.sentAsBytes() == null ? "null" : o.sentAsBytes())
+                .append(o.crossed() == null ? "null" : o.crossed().asBytes())
+                .append(", \"sent_in_pieces\": ")
+                .append(o.crossed() == null ? "null" : o.crossed().inPieces())
                 .append("},\n");
         appendTaskManagers();
         appendMemory();

@@ -31,13 +31,13 @@ import java.util.Locale;
  * whether the worker scheduler paced them ({@link Workers}), then the mean number it let prepare at
  * once ({@code active_mean}; over the workers, each counting its TaskManager's scheduler; null when
  * not paced) and how many prepared samples they sent with their bytes to a batcher or trainer in
- * another TaskManager ({@code sent_as_bytes}; null: not known). {@code "stall"} (before {@code
- * "case_cache"}) says where the time went, after DS-Analyzer: the devices' {@code wait_s} for
- * batches split into {@code head_of_line_s} (a loader held a ready batch back behind an unfinished
- * one) and {@code behind_s} (the workers were behind), and the workers' {@code fetch_s} (wall-clock
- * seconds reading samples' files, waiting for the disk or a core included; {@code fetch_cpu_s} the
- * CPU part) against {@code transform_s} (the rest of the preparation's CPU seconds); the last three
- * null when not measured.
+ * another TaskManager ({@code sent_as_bytes}, {@code sent_in_pieces} of them as several records
+ * each; null: not known). {@code "stall"} (before {@code "case_cache"}) says where the time went,
+ * after DS-Analyzer: the devices' {@code wait_s} for batches split into {@code head_of_line_s} (a
+ * loader held a ready batch back behind an unfinished one) and {@code behind_s} (the workers were
+ * behind), and the workers' {@code fetch_s} (wall-clock seconds reading samples' files, waiting for
+ * the disk or a core included; {@code fetch_cpu_s} the CPU part) against {@code transform_s} (the
+ * rest of the preparation's CPU seconds); the last three null when not measured.
  */
 public final class RunReport {
 
@@ -87,7 +87,7 @@ public final class RunReport {
      * @param timeoutMs the fast/slow deadline at the end (null: none)
      * @param caseCache the case cache's lookups (null: cache off)
      * @param activeWorkersMean the worker scheduler's mean active count (null: not paced)
-     * @param sentAsBytes samples sent with their bytes to another TaskManager (null: not known)
+     * @param crossed samples sent with their bytes to another TaskManager (null: not known)
      * @param fetch the workers' reads of samples' files (null: not measured)
      * @param taskManagers each TaskManager's part (null: the job did not say)
      * @param dice the held-out cases' Dice (null: none evaluated)
@@ -100,7 +100,7 @@ public final class RunReport {
             Double timeoutMs,
             CacheCounts caseCache,
             Double activeWorkersMean,
-            Long sentAsBytes,
+            Crossed crossed,
             Fetch fetch,
             List<TaskManager> taskManagers,
             Dice dice,
@@ -120,13 +120,20 @@ public final class RunReport {
                     timeoutMs,
                     caseCache,
                     activeWorkersMean,
-                    sentAsBytes,
+                    crossed,
                     fetch,
                     taskManagers,
                     d,
                     a);
         }
     }
+
+    /**
+     * Prepared samples that crossed to another TaskManager with their bytes, {@code asBytes} in all
+     * and {@code inPieces} of them as several records each (a patch over {@code
+     * SampleChunks.MAX_BYTES}).
+     */
+    public record Crossed(long asBytes, long inPieces) implements Serializable {}
 
     /**
      * What the process that waited for the job measured (none waits for a detached job).

@@ -60,6 +60,18 @@ class RunReportTest {
                                 + " \"active_mean\": 2.35}],\n");
     }
 
+    /** The samples that crossed to another TaskManager, and how many of them went in pieces. */
+    @Test
+    void shouldSayHowManySamplesCrossedAndHowManyInPieces() throws IOException {
+        summary(0, null);
+        summary(1, null);
+        assertThat(report(2).toJson())
+                .contains(
+                        "  \"workers\": {\"fast\": 2, \"slow\": 2, \"auto\": true,"
+                                + " \"active_mean\": 1.75, \"sent_as_bytes\": 12,"
+                                + " \"sent_in_pieces\": 4},\n");
+    }
+
     @Test
     void shouldSplitTheWaitIntoHeadOfLineAndBehindAndTheWorkersTimeIntoFetchAndTransform()
             throws IOException {
@@ -350,7 +362,7 @@ class RunReportTest {
                 null,
                 null,
                 1.754,
-                null,
+                new RunReport.Crossed(12, 4),
                 new RunReport.Fetch(0.5, 0.25),
                 List.of(
                         new RunReport.TaskManager("tm-1", 0, 2, 3.0, 512L << 20, null),
