@@ -57,7 +57,7 @@ minato_build_if_needed() {
   minato_class_archive
 }
 
-# Class-data sharing (AppCDS; issue 8's start-up): before its first sample a run loads, parses and
+# Class-data sharing (AppCDS, for start-up): before its first sample a run loads, parses and
 # verifies some 14,000 classes (Flink's MiniCluster, Pekko, RocksDB, DJL, the loader), which on 2
 # cores took 2 of its 6 seconds. A dynamic archive of those classes, written once per build by a
 # short training run on a tiny generated data set, lets every later run map them instead. The JVM
@@ -119,7 +119,7 @@ minato_classpath() {
 
 # JVM flags: the module openings Flink needs on Java 17+, offline DJL, logging config, and
 # transparent huge pages for the heap where the kernel offers them (mode always or madvise): the
-# samples' multi-MiB arrays then fault in 2 MiB at a time instead of 4 KiB (issue 16: half the
+# samples' multi-MiB arrays then fault in 2 MiB at a time instead of 4 KiB (measured: half the
 # minor faults of a CPU-bound run).
 minato_jvm_options() {
   local root

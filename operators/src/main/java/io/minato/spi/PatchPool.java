@@ -8,7 +8,7 @@ import java.util.HashMap;
  *
  * <p>A patch at 128^3 is a 8 MiB image and a 2 MiB label, allocated for every sample: for G1 both
  * are humongous objects, and while the heap grows the kernel hands each one never-touched pages to
- * zero (issue 16: a third of a CPU-bound run's kernel time). A trainer gives a sample's arrays back
+ * zero (measured: a third of a CPU-bound run's kernel time). A trainer gives a sample's arrays back
  * once its step has ended and nothing refers to them ({@link #give}); preparation takes them
  * ({@link #take}) and overwrites every voxel, so reused arrays need no clearing.
  *
