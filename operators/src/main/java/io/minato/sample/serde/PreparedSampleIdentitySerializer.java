@@ -4,7 +4,6 @@ import io.minato.sample.PreparedSample;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -14,7 +13,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * prepared again after a restore. Reads every form {@link PreparedSampleSerializer} writes.
  */
 public final class PreparedSampleIdentitySerializer
-        extends TypeSerializerSingleton<PreparedSample> {
+        extends SampleSerializer<PreparedSample> {
     private static final long serialVersionUID = 1L;
 
     public static final PreparedSampleIdentitySerializer INSTANCE =
@@ -38,11 +37,6 @@ public final class PreparedSampleIdentitySerializer
     }
 
     @Override
-    public PreparedSample copy(PreparedSample from, PreparedSample reuse) {
-        return copy(from);
-    }
-
-    @Override
     public int getLength() {
         return -1;
     }
@@ -55,11 +49,6 @@ public final class PreparedSampleIdentitySerializer
     @Override
     public PreparedSample deserialize(DataInputView in) throws IOException {
         return SAMPLE.deserialize(in);
-    }
-
-    @Override
-    public PreparedSample deserialize(PreparedSample reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     @Override
