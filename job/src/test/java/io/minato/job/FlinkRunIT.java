@@ -35,12 +35,7 @@ class FlinkRunIT {
 
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
-            new MiniClusterExtension(
-                    new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(1)
-                            .setNumberSlotsPerTaskManager(4)
-                            .setConfiguration(clusterConfiguration())
-                            .build());
+            MiniClusterJobs.cluster(1, 4, clusterConfiguration());
 
     private static Configuration clusterConfiguration() {
         Configuration c = new Configuration();

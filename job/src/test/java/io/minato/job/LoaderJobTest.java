@@ -82,12 +82,7 @@ class LoaderJobTest {
 
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
-            new MiniClusterExtension(
-                    new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(1)
-                            .setNumberSlotsPerTaskManager(4)
-                            .setConfiguration(FlinkSetup.networkMemory(new Configuration(), 64))
-                            .build());
+            MiniClusterJobs.cluster(1, 4, FlinkSetup.networkMemory(new Configuration(), 64));
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
@@ -727,13 +722,7 @@ class LoaderJobTest {
                         TimeoutPolicy.parse(timeout),
                         scheduled,
                         skipBadSamples);
-        TrainerSink sink =
-                TrainerSink.builder()
-                        .setAccelerator(accelerator)
-                        .optOutputDir(run)
-                        .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(settings.workload()))
-                        .build();
+        TrainerSink sink = MiniClusterJobs.sink(accelerator, run, settings.workload());
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), restarts));

@@ -68,12 +68,7 @@ class ScaleOutJobTest {
 
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
-            new MiniClusterExtension(
-                    new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(3)
-                            .setNumberSlotsPerTaskManager(2)
-                            .setConfiguration(spreadOut())
-                            .build());
+            MiniClusterJobs.cluster(3, 2, spreadOut());
 
     private static Configuration spreadOut() {
         Configuration c = FlinkSetup.networkMemory(new Configuration(), 96);
@@ -279,13 +274,7 @@ class ScaleOutJobTest {
                         TimeoutPolicy.parse(timeout),
                         scheduled,
                         false);
-        TrainerSink sink =
-                TrainerSink.builder()
-                        .setAccelerator(accelerator)
-                        .optOutputDir(run)
-                        .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(workload))
-                        .build();
+        TrainerSink sink = MiniClusterJobs.sink(accelerator, run, workload);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));

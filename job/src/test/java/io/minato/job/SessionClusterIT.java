@@ -86,13 +86,7 @@ class SessionClusterIT {
 
             // 4 training cases x 2 epochs: every (epoch, index) once.
             assertThat(report).content().contains("\"delivered\": 8");
-            List<String> lines = Files.readAllLines(trace);
-            Set<String> pairs = new HashSet<>();
-            for (String line : lines.subList(1, lines.size())) {
-                String[] f = line.split(",");
-                assertThat(pairs.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
-            }
-            assertThat(pairs).hasSize(8);
+            assertThat(MiniClusterJobs.trainedOnce(trace)).hasSize(8);
 
             @SuppressWarnings("unchecked")
             Map<String, Object> json = (Map<String, Object>) Json.parse(Files.readString(report));
