@@ -33,15 +33,7 @@ final class InOrderBaseline {
         CacheMetrics.register(context, metrics, workload);
         prepTimes = PrepTimes.register(context, metrics);
         usage = TaskManagerUsage.open(context, metrics);
-        String attempt =
-                WorkerScheduler.key(
-                        context.getJobInfo().getJobId().toString(),
-                        context.getTaskInfo().getAttemptNumber());
-        order =
-                new InOrderBatches(
-                        batchSize,
-                        firstBatch,
-                        HeadOfLine.of(WorkerScheduler.inTaskManager(attempt, metrics)));
+        order = new InOrderBatches(batchSize, firstBatch, HeadOfLine.of(context, metrics));
         // Batches cross to the trainers as identities: two per device may be parked at once.
         handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
         trainers = Receivers.of(context, metrics, SampleHandoff.TRAINER, devices).counted(context);
