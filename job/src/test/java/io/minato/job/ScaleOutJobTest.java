@@ -128,12 +128,7 @@ class ScaleOutJobTest {
      */
     @Test
     void shouldTrainEverySampleExactlyOnceAcrossAFailure() throws Exception {
-        FAILED.set(false);
-        SNAPSHOTS.set(0);
-        int epochs = 12;
-        run(LoaderJob.Loader.minato, epochs, false, new FailOnceAfterCheckpoints(), "0.5");
-        assertThat(FAILED).as("the fault was injected").isTrue();
-        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+        trainOnceAcrossAFailure(12, SampleChunks.MAX_BYTES);
     }
 
     /**
@@ -166,11 +161,19 @@ class ScaleOutJobTest {
      */
     @Test
     void shouldTrainEverySampleExactlyOnceAcrossAFailureWithSamplesInPieces() throws Exception {
-        FAILED.set(false);
-        SNAPSHOTS.set(0);
         // Twice the epochs of the test above: pieces of 2 KiB slow the start, and on two busy
         // cores the run could end before the trainer saw two checkpoints.
-        int epochs = 24;
+        trainOnceAcrossAFailure(24, PIECE_BYTES);
+    }
+
+    /**
+     * Minato's run of {@code epochs} through {@link FailOnceAfterCheckpoints}, samples that cross
+     * TaskManagers going in pieces of {@code pieceBytes}: the fault was injected, and every (epoch,
+     * index) was trained exactly once.
+     */
+    private void trainOnceAcrossAFailure(int epochs, int pieceBytes) throws Exception {
+        FAILED.set(false);
+        SNAPSHOTS.set(0);
         run(
                 LoaderJob.Loader.minato,
                 DEVICES,
@@ -179,7 +182,7 @@ class ScaleOutJobTest {
                 false,
                 new FailOnceAfterCheckpoints(),
                 "0.5",
-                PIECE_BYTES);
+                pieceBytes);
         assertThat(FAILED).as("the fault was injected").isTrue();
         assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
     }
