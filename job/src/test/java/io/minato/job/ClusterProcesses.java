@@ -17,9 +17,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 /**
- * A Flink cluster's processes as its scripts start them, each a JVM of its own on Flink's jars (and
- * DJL's, as a cluster's lib/ holds them), configured from flink-conf/: for the integration tests
- * that deploy the job as a user does.
+ * A Flink cluster's processes as its scripts start them, and Flink's command line client, each a
+ * JVM of its own on Flink's jars (and DJL's, as a cluster's lib/ holds them), configured from
+ * flink-conf/; the job's jar and the generated data they train on: for the integration tests that
+ * deploy the job as a user does.
  */
 final class ClusterProcesses {
     private ClusterProcesses() {}

@@ -624,15 +624,10 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
+            return new SimulatedStep(0) {
                 @Override
                 public StepResult train(Batch batch) {
                     throw new IllegalStateException("injected lasting fault");
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
                 }
             };
         }
@@ -851,8 +846,7 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(25);
+            return new SimulatedStep(25) {
                 private int snapshotsHere;
 
                 @Override
@@ -865,12 +859,7 @@ class LoaderJobTest {
                     if (device == 0) {
                         DEVICE0_STEPS.incrementAndGet();
                     }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
@@ -904,19 +893,13 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(1);
+            return new SimulatedStep(1) {
                 private int whileHolding;
 
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     recordBytes(batch);
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
@@ -973,9 +956,7 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(25);
-
+            return new SimulatedStep(25) {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (fail
@@ -985,12 +966,7 @@ class LoaderJobTest {
                         throw new IllegalStateException("injected device fault");
                     }
                     recordBytes(batch);
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
@@ -1013,9 +989,7 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(40);
-
+            return new SimulatedStep(40) {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (device == 0
@@ -1023,12 +997,7 @@ class LoaderJobTest {
                             && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override

@@ -312,20 +312,13 @@ class ScaleOutJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(20);
-
+            return new SimulatedStep(20) {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (device == 0 && SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
