@@ -20,28 +20,8 @@ record ImageSet(ImageData.Images images) implements TrainingSet {
     }
 
     @Override
-    public int total() {
-        return images.total();
-    }
-
-    @Override
-    public int eval() {
-        return images.eval();
-    }
-
-    @Override
-    public int held() {
-        return images.held().size();
-    }
-
-    @Override
-    public List<RunReport.Quarantine> quarantine() {
-        return images.quarantine();
-    }
-
-    @Override
-    public Path dir() {
-        return images.dir();
+    public DataSplit split() {
+        return images;
     }
 
     @Override

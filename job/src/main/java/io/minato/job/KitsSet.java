@@ -23,28 +23,8 @@ record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) impleme
     }
 
     @Override
-    public int total() {
-        return cases.total();
-    }
-
-    @Override
-    public int eval() {
-        return cases.eval();
-    }
-
-    @Override
-    public int held() {
-        return cases.held().size();
-    }
-
-    @Override
-    public List<RunReport.Quarantine> quarantine() {
-        return cases.quarantine();
-    }
-
-    @Override
-    public Path dir() {
-        return cases.dir();
+    public DataSplit split() {
+        return cases;
     }
 
     @Override

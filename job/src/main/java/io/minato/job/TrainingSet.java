@@ -28,20 +28,33 @@ interface TrainingSet {
 
     Workload<?> workload();
 
+    /** The data folder as the run found it. */
+    DataSplit split();
+
     /** Samples in the data folder, bad ones included. */
-    int total();
+    default int total() {
+        return split().total();
+    }
 
     /** Samples held out for evaluation, as asked. */
-    int eval();
+    default int eval() {
+        return split().eval();
+    }
 
     /** Held-out samples the evaluation scores. */
-    int held();
+    default int held() {
+        return split().held().size();
+    }
 
     /** Inputs left out as bad before the run. */
-    List<RunReport.Quarantine> quarantine();
+    default List<RunReport.Quarantine> quarantine() {
+        return split().quarantine();
+    }
 
     /** The data folder. */
-    Path dir();
+    default Path dir() {
+        return split().dir();
+    }
 
     /**
      * Whether the workload remembers what depends on a sample's files alone (the report's cache).
