@@ -45,15 +45,14 @@ record ImageSet(ImageData.Images images) implements TrainingSet {
     }
 
     @Override
-    public RunReport.Outcome evaluated(
-            RunReport.Outcome outcome,
-            Path modelDir,
-            Network network,
-            double width,
-            Device device,
-            PrintWriter err)
+    public RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
             throws IOException, BadInputException {
         return outcome.evaluated(
-                null, ImageData.accuracy(modelDir, images, (ImageClassifier) network, device));
+                null,
+                ImageData.accuracy(
+                        trained.dir(),
+                        images,
+                        (ImageClassifier) trained.network(),
+                        trained.device()));
     }
 }

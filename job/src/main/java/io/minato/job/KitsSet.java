@@ -48,21 +48,15 @@ record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) impleme
     }
 
     @Override
-    public RunReport.Outcome evaluated(
-            RunReport.Outcome outcome,
-            Path modelDir,
-            Network network,
-            double width,
-            Device device,
-            PrintWriter err)
+    public RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
             throws IOException, BadInputException {
         RunReport.Dice dice =
                 Evaluation.evaluate(
-                        modelDir,
-                        width,
+                        trained.dir(),
+                        trained.width(),
                         patch,
                         cases.held(),
-                        device,
+                        trained.device(),
                         Evaluation.CaseDone.printingTo(err));
         return outcome.evaluated(dice, null);
     }

@@ -71,17 +71,17 @@ interface TrainingSet {
     Network network(double width);
 
     /**
-     * {@code outcome} with the score of the model saved in {@code modelDir} (trained as {@code
-     * network}, of {@code width}) on the held-out samples, on {@code device}.
+     * {@code outcome} with the score of the {@code trained} model on the held-out samples; progress
+     * lines to {@code err}.
      */
-    RunReport.Outcome evaluated(
-            RunReport.Outcome outcome,
-            Path modelDir,
-            Network network,
-            double width,
-            Device device,
-            PrintWriter err)
+    RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
             throws IOException, BadInputException;
+
+    /**
+     * A model as a run trained it: saved in {@code dir}, trained as {@code network} of {@code
+     * width}, scored on {@code device}.
+     */
+    record Trained(Path dir, Network network, double width, Device device) {}
 
     /** Samples per epoch. */
     default int train() {
