@@ -1,6 +1,5 @@
 package io.minato.job;
 
-import ai.djl.Device;
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Workload;
@@ -8,8 +7,6 @@ import io.minato.trainer.Network;
 import io.minato.workload.images.ImageClassifier;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
-import java.util.List;
 
 /** The images workload's folder: a small CNN learns it, top-1 accuracy scores it. */
 record ImageSet(ImageData.Images images) implements TrainingSet {

@@ -1,6 +1,5 @@
 package io.minato.job;
 
-import ai.djl.Device;
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Workload;
@@ -9,8 +8,6 @@ import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
-import java.util.List;
 
 /** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
 record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) implements TrainingSet {

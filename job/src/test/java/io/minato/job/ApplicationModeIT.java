@@ -262,7 +262,9 @@ class ApplicationModeIT {
                             k,
                             ports,
                             k == 1 || otherConf.isEmpty() ? taskManagerConf : otherConf);
-            tms.add(ClusterProcesses.start(taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
+            tms.add(
+                    ClusterProcesses.start(
+                            taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
         }
         try {
             boolean ended = jm.waitFor(4, TimeUnit.MINUTES);

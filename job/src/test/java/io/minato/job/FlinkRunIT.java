@@ -17,7 +17,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.flink.client.program.ClusterClient;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.CoreOptions;
-import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.test.junit5.InjectClusterClient;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.Test;
@@ -134,10 +133,8 @@ class FlinkRunIT {
     void shouldSayInOneLineWhenTheTaskManagersHaveNoneOfTheGpusTheConfigurationPromises(
             @InjectClusterClient ClusterClient<?> client, @TempDir Path tmp) throws Exception {
         Path data = generatedData(tmp);
-        List<String> gpus =
-                List.of("-Dexternal-resources=gpu", "-Dexternal-resource.gpu.amount=1");
-        List<String> train =
-                trainGenerated(data, 1, "--run-dir", tmp.resolve("run").toString());
+        List<String> gpus = List.of("-Dexternal-resources=gpu", "-Dexternal-resource.gpu.amount=1");
+        List<String> train = trainGenerated(data, 1, "--run-dir", tmp.resolve("run").toString());
         Process p = startClient(flinkCommand(client, tmp, flinkRun(gpus, train)), tmp);
         assertThat(p.waitFor(5, TimeUnit.MINUTES)).isTrue();
         String log = Files.readString(tmp.resolve("client.log"));

@@ -149,7 +149,8 @@ class ImagesWorkloadTest {
 
     @Test
     void shouldRefuseWhatTheImagesWorkloadDoesNotHaveInOneLine() {
-        assertThat(refusedTraining("--tail", "0.05,50")).contains("--tail is the kits19 bench knob");
+        assertThat(refusedTraining("--tail", "0.05,50"))
+                .contains("--tail is the kits19 bench knob");
         assertThat(refusedTraining("--cache-memory", "-1"))
                 .contains("--cache-memory must be >= 0, not -1");
         MainTest.Run profile =

@@ -437,8 +437,8 @@ class MainTest {
     record Run(int status, String out, String err) {}
 
     /**
-     * A run's options for a test that reads what it writes: nothing but its summary on the
-     * console (no web UI, progress or plots), its run folder, report and trace where given.
+     * A run's options for a test that reads what it writes: nothing but its summary on the console
+     * (no web UI, progress or plots), its run folder, report and trace where given.
      */
     static List<String> quietRun(Path runDir, Path report, Path trace) {
         return List.of(

@@ -47,8 +47,8 @@ final class MiniClusterJobs {
     }
 
     /**
-     * The (epoch, index) pairs of a merged trace ({@link io.minato.trainer.TraceFiles#merge}),
-     * each checked to be there once: no sample was trained twice.
+     * The (epoch, index) pairs of a merged trace ({@link io.minato.trainer.TraceFiles#merge}), each
+     * checked to be there once: no sample was trained twice.
      */
     static Set<String> trainedOnce(Path trace) throws IOException {
         List<String> lines = Files.readAllLines(trace);

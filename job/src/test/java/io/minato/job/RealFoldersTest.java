@@ -83,8 +83,7 @@ class RealFoldersTest {
     /** The quarantine of {@code report}, checked to hold {@code file} alone: its entry. */
     @SuppressWarnings("unchecked")
     private static Map<String, Object> quarantinedAlone(Map<String, Object> report, String file) {
-        List<Map<String, Object>> quarantine =
-                (List<Map<String, Object>>) report.get("quarantine");
+        List<Map<String, Object>> quarantine = (List<Map<String, Object>>) report.get("quarantine");
         assertThat(quarantine).singleElement().extracting(q -> q.get("file")).isEqualTo(file);
         return quarantine.get(0);
     }

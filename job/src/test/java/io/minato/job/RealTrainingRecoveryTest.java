@@ -2,7 +2,6 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.trainer.Accelerator;
@@ -19,13 +18,10 @@ import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Dataset;
 import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -43,8 +39,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class RealTrainingRecoveryTest {
     @RegisterExtension
-    static final MiniClusterExtension CLUSTER =
-            MiniClusterJobs.cluster(1, 3, new Configuration());
+    static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(1, 3, new Configuration());
 
     private static final Duration CHECKPOINT_INTERVAL = Duration.ofMillis(100);
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();

@@ -8,7 +8,6 @@ import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.Receivers;
 import io.minato.loader.SampleChunks;
-import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.spi.Workload;
@@ -35,7 +34,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeAll;
@@ -67,8 +65,7 @@ class ScaleOutJobTest {
     private static final int PIECE_BYTES = 2 * 1024;
 
     @RegisterExtension
-    static final MiniClusterExtension CLUSTER =
-            MiniClusterJobs.cluster(3, 2, spreadOut());
+    static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(3, 2, spreadOut());
 
     private static Configuration spreadOut() {
         Configuration c = FlinkSetup.networkMemory(new Configuration(), 96);

@@ -6,9 +6,9 @@ import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.StepResult;
 
 /**
- * A simulated step that sleeps {@code stepMillis}, for the MiniCluster tests' accelerators to inject
- * their faults into or record what they train: they override {@link #train} and end it with this
- * one's.
+ * A simulated step that sleeps {@code stepMillis}, for the MiniCluster tests' accelerators to
+ * inject their faults into or record what they train: they override {@link #train} and end it with
+ * this one's.
  */
 abstract class SimulatedStep implements Accelerator {
     private final SimulatedAccelerator sleep;

@@ -216,7 +216,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             return; // every sample of it was left out
         }
         output.collect(
-                new StreamRecord<>(GlobalBatchState.toDevice(k, devices, b.samples(), baseline.trainers)));
+                new StreamRecord<>(
+                        GlobalBatchState.toDevice(k, devices, b.samples(), baseline.trainers)));
         batchesMetric.inc();
     }
 

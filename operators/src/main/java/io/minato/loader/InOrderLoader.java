@@ -225,7 +225,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
             return; // every sample of it was left out
         }
         output.collect(
-                new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples, baseline.trainers)));
+                new StreamRecord<>(
+                        GlobalBatchState.toDevice(k, devices, samples, baseline.trainers)));
         batches.inc();
     }
 

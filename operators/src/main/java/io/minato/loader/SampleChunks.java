@@ -104,8 +104,7 @@ public final class SampleChunks {
             Piece p = piece.piece();
             if (p.index() != 0) {
                 throw new IllegalStateException(
-                        name(piece)
-                                + " came before its first: pieces of a sample travel in order");
+                        name(piece) + " came before its first: pieces of a sample travel in order");
             }
             this.key = key;
             this.first = piece;

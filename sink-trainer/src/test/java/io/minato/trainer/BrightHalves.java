@@ -19,8 +19,8 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /**
- * The image classifiers' toy task: 3x16x16 noisy images of two classes, told apart by which half
- * is bright; a classifier that learns it scores near 1.
+ * The image classifiers' toy task: 3x16x16 noisy images of two classes, told apart by which half is
+ * bright; a classifier that learns it scores near 1.
  */
 final class BrightHalves {
     private BrightHalves() {}
@@ -77,8 +77,8 @@ final class BrightHalves {
 
     /**
      * Checks that a run of {@code settings} learned the task: its loss fell from {@code first} to
-     * {@code last} below half, and the model it saved in {@code dir} (device 0's) scores a top-1
-     * of 0.9 or more on 32 new images.
+     * {@code last} below half, and the model it saved in {@code dir} (device 0's) scores a top-1 of
+     * 0.9 or more on 32 new images.
      */
     static void assertLearned(
             double first, double last, Path dir, TrainingSettings settings, SplittableRandom r)

@@ -13,8 +13,6 @@ import ai.djl.util.Pair;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
-import io.minato.sample.SamplePath;
-import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.workload.images.ClassifierEvaluation;
@@ -24,14 +22,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.UUID;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -267,8 +257,7 @@ class ClassifierNetworksTest {
         try (DjlAccelerator c = new DjlAccelerator(CNN)) {
             cnn = c.initializedState();
         }
-        try (DjlAccelerator u =
-                new DjlAccelerator(BrightHalves.UNET)) {
+        try (DjlAccelerator u = new DjlAccelerator(BrightHalves.UNET)) {
             u.restore(cnn);
             assertThatThrownBy(u::initializedState)
                     .isInstanceOf(IllegalStateException.class)
@@ -323,5 +312,4 @@ class ClassifierNetworksTest {
                                 model, new ImageClassifier(2, 0.5), List.of(), Device.cpu()))
                 .isNaN();
     }
-
 }

@@ -6,15 +6,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.djl.Device;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
-import io.minato.sample.PreparedSample;
-import io.minato.sample.SamplePath;
-import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.workload.images.ClassifierEvaluation;
 import io.minato.workload.images.ImageClassifier;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -90,8 +86,7 @@ class ImageClassifierTest {
                     .hasMessageContaining("holds class 7; the classifier has 2 classes");
         }
         byte[] unet;
-        try (DjlAccelerator u =
-                new DjlAccelerator(BrightHalves.UNET)) {
+        try (DjlAccelerator u = new DjlAccelerator(BrightHalves.UNET)) {
             unet = u.initializedState();
             assertThatThrownBy(() -> u.train(batch(0, 2, r)))
                     .isInstanceOf(IllegalArgumentException.class)

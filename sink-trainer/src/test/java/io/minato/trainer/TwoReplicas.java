@@ -43,7 +43,9 @@ final class TwoReplicas implements AutoCloseable {
         Future<Object> f1 = threads.submit(step1);
         f0.get(120, TimeUnit.SECONDS);
         f1.get(120, TimeUnit.SECONDS);
-        assertThat(r1.snapshot()).as("replicas identical after step %d", step).isEqualTo(r0.snapshot());
+        assertThat(r1.snapshot())
+                .as("replicas identical after step %d", step)
+                .isEqualTo(r0.snapshot());
     }
 
     /** Neither replica has data any more: the group ends for both. */

@@ -12,8 +12,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * its 1-10 MiB patch: for checkpointed state, since a sample is a pure function of its task and is
  * prepared again after a restore. Reads every form {@link PreparedSampleSerializer} writes.
  */
-public final class PreparedSampleIdentitySerializer
-        extends SampleSerializer<PreparedSample> {
+public final class PreparedSampleIdentitySerializer extends SampleSerializer<PreparedSample> {
     private static final long serialVersionUID = 1L;
 
     public static final PreparedSampleIdentitySerializer INSTANCE =
