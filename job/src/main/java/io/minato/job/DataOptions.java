@@ -307,7 +307,8 @@ public final class DataOptions {
             List<CaseFiles> train,
             List<CaseFiles> held,
             List<RunReport.Quarantine> quarantine,
-            CaseCache cache) {
+            CaseCache cache)
+            implements DataSplit {
 
         /** Cases left out as bad input. */
         public int quarantined() {

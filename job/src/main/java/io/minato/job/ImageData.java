@@ -44,7 +44,8 @@ public final class ImageData {
             List<ImageFile> held,
             List<RunReport.Quarantine> quarantine,
             ImageConfig config,
-            Long memoBytes) {
+            Long memoBytes)
+            implements DataSplit {
 
         /** The training images, their decoded pixels remembered as {@code --case-cache} says. */
         public Workload<EncodedImage> workload() {

@@ -1,6 +1,5 @@
 package io.minato.job;
 
-import ai.djl.Device;
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Workload;
@@ -8,8 +7,6 @@ import io.minato.trainer.Network;
 import io.minato.workload.images.ImageClassifier;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
-import java.util.List;
 
 /** The images workload's folder: a small CNN learns it, top-1 accuracy scores it. */
 record ImageSet(ImageData.Images images) implements TrainingSet {
@@ -20,28 +17,8 @@ record ImageSet(ImageData.Images images) implements TrainingSet {
     }
 
     @Override
-    public int total() {
-        return images.total();
-    }
-
-    @Override
-    public int eval() {
-        return images.eval();
-    }
-
-    @Override
-    public int held() {
-        return images.held().size();
-    }
-
-    @Override
-    public List<RunReport.Quarantine> quarantine() {
-        return images.quarantine();
-    }
-
-    @Override
-    public Path dir() {
-        return images.dir();
+    public DataSplit split() {
+        return images;
     }
 
     @Override
@@ -65,15 +42,14 @@ record ImageSet(ImageData.Images images) implements TrainingSet {
     }
 
     @Override
-    public RunReport.Outcome evaluated(
-            RunReport.Outcome outcome,
-            Path modelDir,
-            Network network,
-            double width,
-            Device device,
-            PrintWriter err)
+    public RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
             throws IOException, BadInputException {
         return outcome.evaluated(
-                null, ImageData.accuracy(modelDir, images, (ImageClassifier) network, device));
+                null,
+                ImageData.accuracy(
+                        trained.dir(),
+                        images,
+                        (ImageClassifier) trained.network(),
+                        trained.device()));
     }
 }

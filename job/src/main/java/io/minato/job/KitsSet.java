@@ -1,6 +1,5 @@
 package io.minato.job;
 
-import ai.djl.Device;
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Workload;
@@ -9,8 +8,6 @@ import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
-import java.util.List;
 
 /** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
 record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
@@ -23,28 +20,8 @@ record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) impleme
     }
 
     @Override
-    public int total() {
-        return cases.total();
-    }
-
-    @Override
-    public int eval() {
-        return cases.eval();
-    }
-
-    @Override
-    public int held() {
-        return cases.held().size();
-    }
-
-    @Override
-    public List<RunReport.Quarantine> quarantine() {
-        return cases.quarantine();
-    }
-
-    @Override
-    public Path dir() {
-        return cases.dir();
+    public DataSplit split() {
+        return cases;
     }
 
     @Override
@@ -68,21 +45,15 @@ record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) impleme
     }
 
     @Override
-    public RunReport.Outcome evaluated(
-            RunReport.Outcome outcome,
-            Path modelDir,
-            Network network,
-            double width,
-            Device device,
-            PrintWriter err)
+    public RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
             throws IOException, BadInputException {
         RunReport.Dice dice =
                 Evaluation.evaluate(
-                        modelDir,
-                        width,
+                        trained.dir(),
+                        trained.width(),
                         patch,
                         cases.held(),
-                        device,
+                        trained.device(),
                         Evaluation.CaseDone.printingTo(err));
         return outcome.evaluated(dice, null);
     }

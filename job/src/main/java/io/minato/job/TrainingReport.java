@@ -44,10 +44,11 @@ final class TrainingReport {
             outcome =
                     set.evaluated(
                             outcome,
-                            run.resolve("model-device-0"),
-                            factory.settings().network(),
-                            o.model.width(),
-                            factory.device(0),
+                            new TrainingSet.Trained(
+                                    run.resolve("model-device-0"),
+                                    factory.settings().network(),
+                                    o.model.width(),
+                                    factory.device(0)),
                             err);
         }
         RunReport report = RunReport.build(r.report.configuration(), outcome, measured, run);

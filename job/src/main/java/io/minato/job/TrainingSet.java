@@ -28,20 +28,33 @@ interface TrainingSet {
 
     Workload<?> workload();
 
+    /** The data folder as the run found it. */
+    DataSplit split();
+
     /** Samples in the data folder, bad ones included. */
-    int total();
+    default int total() {
+        return split().total();
+    }
 
     /** Samples held out for evaluation, as asked. */
-    int eval();
+    default int eval() {
+        return split().eval();
+    }
 
     /** Held-out samples the evaluation scores. */
-    int held();
+    default int held() {
+        return split().held().size();
+    }
 
     /** Inputs left out as bad before the run. */
-    List<RunReport.Quarantine> quarantine();
+    default List<RunReport.Quarantine> quarantine() {
+        return split().quarantine();
+    }
 
     /** The data folder. */
-    Path dir();
+    default Path dir() {
+        return split().dir();
+    }
 
     /**
      * Whether the workload remembers what depends on a sample's files alone (the report's cache).
@@ -58,17 +71,17 @@ interface TrainingSet {
     Network network(double width);
 
     /**
-     * {@code outcome} with the score of the model saved in {@code modelDir} (trained as {@code
-     * network}, of {@code width}) on the held-out samples, on {@code device}.
+     * {@code outcome} with the score of the {@code trained} model on the held-out samples; progress
+     * lines to {@code err}.
      */
-    RunReport.Outcome evaluated(
-            RunReport.Outcome outcome,
-            Path modelDir,
-            Network network,
-            double width,
-            Device device,
-            PrintWriter err)
+    RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
             throws IOException, BadInputException;
+
+    /**
+     * A model as a run trained it: saved in {@code dir}, trained as {@code network} of {@code
+     * width}, scored on {@code device}.
+     */
+    record Trained(Path dir, Network network, double width, Device device) {}
 
     /** Samples per epoch. */
     default int train() {

@@ -3,7 +3,6 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.json.Json;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -48,12 +47,6 @@ class ApplicationModeIT {
             throws Exception {
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
-        List<String> twoSlots =
-                List.of(
-                        "-D",
-                        "taskmanager.numberOfTaskSlots=2",
-                        "-D",
-                        "taskmanager.load-balance.mode=SLOTS");
         runApplication(
                 tmp,
                 List.of(
@@ -66,8 +59,8 @@ class ApplicationModeIT {
                         "--run-dir",
                         run.toString()),
                 report,
-                twoSlots,
-                twoSlots,
+                ClusterProcesses.TWO_SLOTS,
+                ClusterProcesses.TWO_SLOTS,
                 Map.of(),
                 2,
                 List.of());
@@ -234,8 +227,8 @@ class ApplicationModeIT {
             int taskManagers,
             List<String> otherConf)
             throws Exception {
-        Path jar = FlinkRunIT.jobJar();
-        Path data = FlinkRunIT.generatedData(tmp);
+        Path jar = ClusterProcesses.jobJar();
+        Path data = ClusterProcesses.generatedData(tmp);
         List<String> ports =
                 List.of(
                         "-D",
@@ -243,33 +236,21 @@ class ApplicationModeIT {
                         "-D",
                         "jobmanager.rpc.port=" + FlinkSetup.freePort());
 
-        List<String> jobManager = java(jar, tmp.resolve("jm.log"));
+        List<String> jobManager = ClusterProcesses.java(jar, tmp.resolve("jm.log"));
         jobManager.add(
                 "org.apache.flink.container.entrypoint.StandaloneApplicationClusterEntryPoint");
-        jobManager.addAll(List.of("--configDir", flinkConf().toString()));
+        jobManager.addAll(List.of("--configDir", ClusterProcesses.flinkConf().toString()));
         jobManager.addAll(ports);
         jobManager.addAll(List.of("-D", "jobmanager.memory.process.size=1g"));
         jobManager.addAll(jobManagerConf);
+        jobManager.addAll(List.of("--job-classname", Main.class.getName()));
         jobManager.addAll(
-                List.of(
-                        "--job-classname",
-                        Main.class.getName(),
-                        "train",
-                        "--data",
-                        data.toString(),
-                        "--patch",
-                        "32",
-                        "--epochs",
-                        "2",
-                        "--eval-cases",
-                        "1",
-                        "--no-web-ui",
-                        "--report",
-                        report.toString()));
+                ClusterProcesses.trainGenerated(
+                        data, 2, "--no-web-ui", "--report", report.toString()));
         jobManager.addAll(args);
         List<String> result = ClusterProcesses.taskManagerResources(tmp, jar, "2g");
 
-        Process jm = start(jobManager, tmp.resolve("jm.out"), Map.of());
+        Process jm = ClusterProcesses.start(jobManager, tmp.resolve("jm.out"), Map.of());
         List<Process> tms = new ArrayList<>();
         for (int k = 1; k <= taskManagers; k++) {
             String name = k == 1 ? "tm" : "tm-" + k;
@@ -281,7 +262,9 @@ class ApplicationModeIT {
                             k,
                             ports,
                             k == 1 || otherConf.isEmpty() ? taskManagerConf : otherConf);
-            tms.add(start(taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
+            tms.add(
+                    ClusterProcesses.start(
+                            taskManager, tmp.resolve(name + ".out"), taskManagerEnv));
         }
         try {
             boolean ended = jm.waitFor(4, TimeUnit.MINUTES);
@@ -310,19 +293,5 @@ class ApplicationModeIT {
         List<String> all = new ArrayList<>(a);
         all.addAll(b);
         return all;
-    }
-
-    /** A JVM on Flink's and the job's classpath, as a cluster with the jar in its lib/ has. */
-    private static List<String> java(Path jar, Path log) throws IOException {
-        return ClusterProcesses.java(jar, log);
-    }
-
-    private static Process start(List<String> command, Path out, Map<String, String> env)
-            throws IOException {
-        return ClusterProcesses.start(command, out, env);
-    }
-
-    private static Path flinkConf() {
-        return FlinkRunIT.flinkConf();
     }
 }

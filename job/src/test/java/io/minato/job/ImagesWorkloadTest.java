@@ -51,35 +51,24 @@ class ImagesWorkloadTest {
 
     private MainTest.Run train(String loader, String onBad, String... more) {
         List<String> args =
-                new java.util.ArrayList<>(
-                        List.of(
-                                "train",
-                                "--workload",
-                                "images",
-                                "--data",
-                                data.toString(),
-                                "--loader",
-                                loader,
-                                "--patch",
-                                "16",
-                                "--epochs",
-                                "2",
-                                "--eval-cases",
-                                "3",
-                                "--workers",
-                                "2",
-                                "--on-bad-sample",
-                                onBad,
-                                "--no-web-ui",
-                                "--progress-interval",
-                                "0",
-                                "--no-plots",
-                                "--run-dir",
-                                out.resolve("run-" + loader).toString(),
-                                "--report",
-                                out.resolve(loader + ".json").toString(),
-                                "--trace",
-                                out.resolve(loader + ".csv").toString()));
+                trainOnImages(
+                        "--loader",
+                        loader,
+                        "--patch",
+                        "16",
+                        "--epochs",
+                        "2",
+                        "--eval-cases",
+                        "3",
+                        "--workers",
+                        "2",
+                        "--on-bad-sample",
+                        onBad);
+        args.addAll(
+                MainTest.quietRun(
+                        out.resolve("run-" + loader),
+                        out.resolve(loader + ".json"),
+                        out.resolve(loader + ".csv")));
         args.addAll(List.of(more));
         return MainTest.run(args.toArray(String[]::new));
     }
@@ -160,30 +149,10 @@ class ImagesWorkloadTest {
 
     @Test
     void shouldRefuseWhatTheImagesWorkloadDoesNotHaveInOneLine() {
-        MainTest.Run tail =
-                MainTest.run(
-                        "train",
-                        "--workload",
-                        "images",
-                        "--data",
-                        data.toString(),
-                        "--tail",
-                        "0.05,50",
-                        "--no-web-ui");
-        assertThat(tail.status()).isEqualTo(2);
-        assertThat(tail.err()).contains("--tail is the kits19 bench knob");
-        MainTest.Run memory =
-                MainTest.run(
-                        "train",
-                        "--workload",
-                        "images",
-                        "--data",
-                        data.toString(),
-                        "--cache-memory",
-                        "-1",
-                        "--no-web-ui");
-        assertThat(memory.status()).isEqualTo(2);
-        assertThat(memory.err()).contains("--cache-memory must be >= 0, not -1");
+        assertThat(refusedTraining("--tail", "0.05,50"))
+                .contains("--tail is the kits19 bench knob");
+        assertThat(refusedTraining("--cache-memory", "-1"))
+                .contains("--cache-memory must be >= 0, not -1");
         MainTest.Run profile =
                 MainTest.run("profile", "--workload", "images", "--data", data.toString());
         assertThat(profile.status()).isEqualTo(2);
@@ -191,6 +160,24 @@ class ImagesWorkloadTest {
         MainTest.Run workload = MainTest.run("train", "--workload", "audio");
         assertThat(workload.status()).isEqualTo(2);
         assertThat(workload.err()).contains("kits19", "images");
+    }
+
+    /** Main's train command on the images in {@code data}, with {@code options}. */
+    private List<String> trainOnImages(String... options) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of("train", "--workload", "images", "--data", data.toString()));
+        args.addAll(List.of(options));
+        return args;
+    }
+
+    /** Training on the images with {@code options}, refused as a usage error: what it says. */
+    private String refusedTraining(String... options) {
+        List<String> args = trainOnImages(options);
+        args.add("--no-web-ui");
+        MainTest.Run run = MainTest.run(args.toArray(String[]::new));
+        assertThat(run.status()).isEqualTo(2);
+        return run.err();
     }
 
     /** The README's Java API example, as written there but small: it builds and trains. */

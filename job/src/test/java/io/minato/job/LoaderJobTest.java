@@ -9,7 +9,6 @@ import io.minato.loader.AugmentOperator;
 import io.minato.loader.CacheMetrics;
 import io.minato.loader.PrepTimes;
 import io.minato.loader.Receivers;
-import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
@@ -57,7 +56,6 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.jobgraph.JobVertex;
 import org.apache.flink.runtime.minicluster.MiniCluster;
-import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamNode;
 import org.apache.flink.test.junit5.InjectMiniCluster;
@@ -82,12 +80,7 @@ class LoaderJobTest {
 
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
-            new MiniClusterExtension(
-                    new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(1)
-                            .setNumberSlotsPerTaskManager(4)
-                            .setConfiguration(FlinkSetup.networkMemory(new Configuration(), 64))
-                            .build());
+            MiniClusterJobs.cluster(1, 4, FlinkSetup.networkMemory(new Configuration(), 64));
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
@@ -629,15 +622,10 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
+            return new SimulatedStep(0) {
                 @Override
                 public StepResult train(Batch batch) {
                     throw new IllegalStateException("injected lasting fault");
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
                 }
             };
         }
@@ -727,13 +715,7 @@ class LoaderJobTest {
                         TimeoutPolicy.parse(timeout),
                         scheduled,
                         skipBadSamples);
-        TrainerSink sink =
-                TrainerSink.builder()
-                        .setAccelerator(accelerator)
-                        .optOutputDir(run)
-                        .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(settings.workload()))
-                        .build();
+        TrainerSink sink = MiniClusterJobs.sink(accelerator, run, settings.workload());
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), restarts));
@@ -862,8 +844,7 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(25);
+            return new SimulatedStep(25) {
                 private int snapshotsHere;
 
                 @Override
@@ -876,12 +857,7 @@ class LoaderJobTest {
                     if (device == 0) {
                         DEVICE0_STEPS.incrementAndGet();
                     }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
@@ -915,19 +891,13 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(1);
+            return new SimulatedStep(1) {
                 private int whileHolding;
 
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     recordBytes(batch);
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
@@ -984,9 +954,7 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(25);
-
+            return new SimulatedStep(25) {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (fail
@@ -996,12 +964,7 @@ class LoaderJobTest {
                         throw new IllegalStateException("injected device fault");
                     }
                     recordBytes(batch);
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override
@@ -1024,9 +987,7 @@ class LoaderJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(40);
-
+            return new SimulatedStep(40) {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (device == 0
@@ -1034,12 +995,7 @@ class LoaderJobTest {
                             && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override

@@ -436,6 +436,24 @@ class MainTest {
 
     record Run(int status, String out, String err) {}
 
+    /**
+     * A run's options for a test that reads what it writes: nothing but its summary on the console
+     * (no web UI, progress or plots), its run folder, report and trace where given.
+     */
+    static List<String> quietRun(Path runDir, Path report, Path trace) {
+        return List.of(
+                "--no-web-ui",
+                "--progress-interval",
+                "0",
+                "--no-plots",
+                "--run-dir",
+                runDir.toString(),
+                "--report",
+                report.toString(),
+                "--trace",
+                trace.toString());
+    }
+
     /** Runs the command line with stdout and stderr captured. */
     static synchronized Run run(String... args) {
         PrintStream oldOut = System.out;

@@ -37,41 +37,55 @@ class RealFoldersTest {
     }
 
     private MainTest.Run train(String loader, String onBad, int epochs) {
-        return MainTest.run(
-                "train",
+        return train(
+                onBad,
                 "--loader",
                 loader,
                 "--workload",
                 "images",
-                "--data",
-                data.toString(),
-                "--patch",
-                "16",
                 "--epochs",
                 Integer.toString(epochs),
-                "--eval-cases",
-                "0",
-                "--workers",
-                "2",
                 "--accelerator",
-                "simulated:1",
-                "--on-bad-sample",
-                onBad,
-                "--no-web-ui",
-                "--progress-interval",
-                "0",
-                "--no-plots",
-                "--run-dir",
-                out.resolve("run").toString(),
-                "--report",
-                out.resolve("report.json").toString(),
-                "--trace",
-                out.resolve("trace.csv").toString());
+                "simulated:1");
+    }
+
+    /**
+     * A run of {@code options} on {@code data} with two workers, nothing held out, bad input
+     * handled as {@code onBad}; its run folder, report and trace in {@code out}.
+     */
+    private MainTest.Run train(String onBad, String... options) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "train",
+                                "--data",
+                                data.toString(),
+                                "--patch",
+                                "16",
+                                "--eval-cases",
+                                "0",
+                                "--workers",
+                                "2",
+                                "--on-bad-sample",
+                                onBad));
+        args.addAll(List.of(options));
+        args.addAll(
+                MainTest.quietRun(
+                        out.resolve("run"), out.resolve("report.json"), out.resolve("trace.csv")));
+        return MainTest.run(args.toArray(String[]::new));
     }
 
     @SuppressWarnings("unchecked")
     private Map<String, Object> report() throws Exception {
         return (Map<String, Object>) Json.parse(Files.readString(out.resolve("report.json")));
+    }
+
+    /** The quarantine of {@code report}, checked to hold {@code file} alone: its entry. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> quarantinedAlone(Map<String, Object> report, String file) {
+        List<Map<String, Object>> quarantine = (List<Map<String, Object>>) report.get("quarantine");
+        assertThat(quarantine).singleElement().extracting(q -> q.get("file")).isEqualTo(file);
+        return quarantine.get(0);
     }
 
     /** The trace's (epoch, index) pairs, each checked to be there once, and the images named. */
@@ -102,25 +116,19 @@ class RealFoldersTest {
 
     @Test
     void shouldDecodeACmykJpegInItsColours() throws Exception {
-        byte[] jpeg = ImageFormatFolder.cmykRed(16, 12);
-
-        BufferedImage image =
-                ImageCodecs.read(new MemoryCacheImageInputStream(new ByteArrayInputStream(jpeg)));
-
-        int rgb = image.getRGB(5, 5);
-        assertThat(rgb >> 16 & 0xFF).as("red").isGreaterThan(200);
-        assertThat(rgb >> 8 & 0xFF).as("green").isLessThan(60);
-        assertThat(rgb & 0xFF).as("blue").isLessThan(60);
+        assertDecodesRed(ImageFormatFolder.cmykRed(16, 12));
         assertThat(ImageCodecs.suffixes()).contains("webp", "ppm", "pgm", "tif", "tiff");
     }
 
     @Test
     void shouldDecodeAYcckJpegInItsColours() throws Exception {
-        byte[] jpeg = ImageFormatFolder.ycckRed(16, 12);
+        assertDecodesRed(ImageFormatFolder.ycckRed(16, 12));
+    }
 
+    /** Decodes {@code jpeg}, an image all red, and checks that it comes out red. */
+    private static void assertDecodesRed(byte[] jpeg) throws Exception {
         BufferedImage image =
                 ImageCodecs.read(new MemoryCacheImageInputStream(new ByteArrayInputStream(jpeg)));
-
         int rgb = image.getRGB(5, 5);
         assertThat(rgb >> 16 & 0xFF).as("red").isGreaterThan(200);
         assertThat(rgb >> 8 & 0xFF).as("green").isLessThan(60);
@@ -153,33 +161,7 @@ class RealFoldersTest {
                             }
                         });
         truncate.start();
-        MainTest.Run run =
-                MainTest.run(
-                        "train",
-                        "--data",
-                        data.toString(),
-                        "--patch",
-                        "16",
-                        "--epochs",
-                        "60",
-                        "--eval-cases",
-                        "0",
-                        "--workers",
-                        "2",
-                        "--accelerator",
-                        "simulated:10",
-                        "--on-bad-sample",
-                        onBad,
-                        "--no-web-ui",
-                        "--progress-interval",
-                        "0",
-                        "--no-plots",
-                        "--run-dir",
-                        out.resolve("run").toString(),
-                        "--report",
-                        out.resolve("report.json").toString(),
-                        "--trace",
-                        out.resolve("trace.csv").toString());
+        MainTest.Run run = train(onBad, "--epochs", "60", "--accelerator", "simulated:10");
         truncate.join();
         assertThat(Files.size(data.resolve(victim))).as("truncated").isEqualTo(1000);
         return run;
@@ -196,12 +178,7 @@ class RealFoldersTest {
                 .asString()
                 .startsWith("skipped: " + data.resolve("case_00002_x.npy") + ": ");
         Map<String, Object> r = report();
-        @SuppressWarnings("unchecked")
-        List<Map<String, Object>> quarantine = (List<Map<String, Object>>) r.get("quarantine");
-        assertThat(quarantine)
-                .singleElement()
-                .extracting(q -> q.get("file"))
-                .isEqualTo("case_00002_x.npy");
+        quarantinedAlone(r, "case_00002_x.npy");
         @SuppressWarnings("unchecked")
         Map<String, Object> samples = (Map<String, Object>) r.get("samples");
         assertThat(samples).containsEntry("quarantined", 1.0).containsEntry("dropped", 0.0);
@@ -245,13 +222,8 @@ class RealFoldersTest {
                 .asString()
                 .startsWith("skipped: " + data.resolve("a/bad.png") + ": cannot decode the image");
         Map<String, Object> r = report();
-        @SuppressWarnings("unchecked")
-        List<Map<String, Object>> quarantine = (List<Map<String, Object>>) r.get("quarantine");
-        assertThat(quarantine)
-                .singleElement()
-                .extracting(q -> q.get("file"))
-                .isEqualTo("a/bad.png");
-        assertThat((String) quarantine.get(0).get("reason")).startsWith("cannot decode the image");
+        assertThat((String) quarantinedAlone(r, "a/bad.png").get("reason"))
+                .startsWith("cannot decode the image");
         int good = ImageFormatFolder.IMAGES.size();
         assertThat(r.get("samples"))
                 .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)

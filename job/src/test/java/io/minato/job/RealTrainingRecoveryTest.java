@@ -2,7 +2,6 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.trainer.Accelerator;
@@ -19,17 +18,14 @@ import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Dataset;
 import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeEach;
@@ -43,12 +39,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class RealTrainingRecoveryTest {
     @RegisterExtension
-    static final MiniClusterExtension CLUSTER =
-            new MiniClusterExtension(
-                    new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(1)
-                            .setNumberSlotsPerTaskManager(3)
-                            .build());
+    static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(1, 3, new Configuration());
 
     private static final Duration CHECKPOINT_INTERVAL = Duration.ofMillis(100);
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
@@ -91,21 +82,17 @@ class RealTrainingRecoveryTest {
                         TimeoutPolicy.parse("auto"),
                         false,
                         false);
-        TrainerSink sink =
-                TrainerSink.builder()
-                        .setAccelerator(
-                                new FailOnceAfterCheckpoints(
-                                        TrainingSettings.builder()
-                                                .setWidth(0.125)
-                                                .setLearningRate(0.01f)
-                                                .optMomentum(0.9f)
-                                                .optWarmUp(2, 0f)
-                                                .setSeed(3)
-                                                .build()))
-                        .optOutputDir(run)
-                        .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(settings.workload()))
+        TrainingSettings training =
+                TrainingSettings.builder()
+                        .setWidth(0.125)
+                        .setLearningRate(0.01f)
+                        .optMomentum(0.9f)
+                        .optWarmUp(2, 0f)
+                        .setSeed(3)
                         .build();
+        TrainerSink sink =
+                MiniClusterJobs.sink(
+                        new FailOnceAfterCheckpoints(training), run, settings.workload());
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, CHECKPOINT_INTERVAL, 2));
@@ -115,13 +102,8 @@ class RealTrainingRecoveryTest {
         assertThat(FAILED).as("the fault was injected").isTrue();
         assertThat(RESTORES.get()).as("model parameters restored from a checkpoint").isPositive();
         TraceFiles.merge(run, run.resolve("trace.csv"));
-        List<String> lines = Files.readAllLines(run.resolve("trace.csv"));
-        Set<String> seen = new HashSet<>();
-        for (String line : lines.subList(1, lines.size())) {
-            String[] f = line.split(",");
-            assertThat(seen.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
-        }
-        assertThat(seen).hasSize(train.size() * epochs);
+        assertThat(MiniClusterJobs.trainedOnce(run.resolve("trace.csv")))
+                .hasSize(train.size() * epochs);
         long steps = 0;
         long samples = 0;
         for (int d = 0; d < devices; d++) {

@@ -13,7 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -225,13 +224,7 @@ class ResumeTest {
         assertThat(resumed.out()).contains((TRAIN_CASES * EPOCHS) + " samples", "0 dropped");
         // The stored --report and --trace: the resumed run writes them for the whole run.
         assertThat(report).content().contains("\"delivered\": " + TRAIN_CASES * EPOCHS);
-        List<String> lines = Files.readAllLines(trace);
-        Set<String> seen = new HashSet<>();
-        for (String line : lines.subList(1, lines.size())) {
-            String[] f = line.split(",");
-            assertThat(seen.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
-        }
-        assertThat(seen).hasSize(TRAIN_CASES * EPOCHS);
+        assertThat(MiniClusterJobs.trainedOnce(trace)).hasSize(TRAIN_CASES * EPOCHS);
         MainTest.Run again = MainTest.run("train", "--resume", run.toString());
         assertThat(again.status()).isEqualTo(2);
         assertThat(again.err()).contains("that run finished; there is nothing left to train");

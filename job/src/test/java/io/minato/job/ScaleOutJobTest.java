@@ -8,7 +8,6 @@ import io.minato.job.report.RunReport;
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.Receivers;
 import io.minato.loader.SampleChunks;
-import io.minato.loader.SampleRecipe;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.spi.Workload;
@@ -35,7 +34,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.junit.jupiter.api.BeforeAll;
@@ -67,13 +65,7 @@ class ScaleOutJobTest {
     private static final int PIECE_BYTES = 2 * 1024;
 
     @RegisterExtension
-    static final MiniClusterExtension CLUSTER =
-            new MiniClusterExtension(
-                    new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(3)
-                            .setNumberSlotsPerTaskManager(2)
-                            .setConfiguration(spreadOut())
-                            .build());
+    static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(3, 2, spreadOut());
 
     private static Configuration spreadOut() {
         Configuration c = FlinkSetup.networkMemory(new Configuration(), 96);
@@ -133,12 +125,7 @@ class ScaleOutJobTest {
      */
     @Test
     void shouldTrainEverySampleExactlyOnceAcrossAFailure() throws Exception {
-        FAILED.set(false);
-        SNAPSHOTS.set(0);
-        int epochs = 12;
-        run(LoaderJob.Loader.minato, epochs, false, new FailOnceAfterCheckpoints(), "0.5");
-        assertThat(FAILED).as("the fault was injected").isTrue();
-        assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
+        trainOnceAcrossAFailure(12, SampleChunks.MAX_BYTES);
     }
 
     /**
@@ -171,11 +158,19 @@ class ScaleOutJobTest {
      */
     @Test
     void shouldTrainEverySampleExactlyOnceAcrossAFailureWithSamplesInPieces() throws Exception {
-        FAILED.set(false);
-        SNAPSHOTS.set(0);
         // Twice the epochs of the test above: pieces of 2 KiB slow the start, and on two busy
         // cores the run could end before the trainer saw two checkpoints.
-        int epochs = 24;
+        trainOnceAcrossAFailure(24, PIECE_BYTES);
+    }
+
+    /**
+     * Minato's run of {@code epochs} through {@link FailOnceAfterCheckpoints}, samples that cross
+     * TaskManagers going in pieces of {@code pieceBytes}: the fault was injected, and every (epoch,
+     * index) was trained exactly once.
+     */
+    private void trainOnceAcrossAFailure(int epochs, int pieceBytes) throws Exception {
+        FAILED.set(false);
+        SNAPSHOTS.set(0);
         run(
                 LoaderJob.Loader.minato,
                 DEVICES,
@@ -184,7 +179,7 @@ class ScaleOutJobTest {
                 false,
                 new FailOnceAfterCheckpoints(),
                 "0.5",
-                PIECE_BYTES);
+                pieceBytes);
         assertThat(FAILED).as("the fault was injected").isTrue();
         assertThat(traceOnce(epochs)).hasSize(train.size() * epochs);
     }
@@ -279,13 +274,7 @@ class ScaleOutJobTest {
                         TimeoutPolicy.parse(timeout),
                         scheduled,
                         false);
-        TrainerSink sink =
-                TrainerSink.builder()
-                        .setAccelerator(accelerator)
-                        .optOutputDir(run)
-                        .optTraceDir(run)
-                        .optRecipe(new SampleRecipe(workload))
-                        .build();
+        TrainerSink sink = MiniClusterJobs.sink(accelerator, run, workload);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), 3));
@@ -320,20 +309,13 @@ class ScaleOutJobTest {
 
         @Override
         public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(20);
-
+            return new SimulatedStep(20) {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (device == 0 && SNAPSHOTS.get() >= 2 && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "simulated";
+                    return super.train(batch);
                 }
 
                 @Override

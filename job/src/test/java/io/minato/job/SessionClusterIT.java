@@ -7,10 +7,8 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -25,8 +23,8 @@ class SessionClusterIT {
     @Test
     void shouldTrainEverySampleOnceOnTwoTaskManagersWhenSubmittedWithFlinkRun(@TempDir Path tmp)
             throws Exception {
-        Path jar = FlinkRunIT.jobJar();
-        Path data = FlinkRunIT.generatedData(tmp);
+        Path jar = ClusterProcesses.jobJar();
+        Path data = ClusterProcesses.generatedData(tmp);
         int rest = FlinkSetup.freePort();
         List<String> ports =
                 List.of(
@@ -34,16 +32,10 @@ class SessionClusterIT {
                         "rest.port=" + rest,
                         "-D",
                         "jobmanager.rpc.port=" + FlinkSetup.freePort());
-        List<String> twoSlots =
-                List.of(
-                        "-D",
-                        "taskmanager.numberOfTaskSlots=2",
-                        "-D",
-                        "taskmanager.load-balance.mode=SLOTS");
 
         List<String> jobManager = ClusterProcesses.java(null, tmp.resolve("jm.log"));
         jobManager.add("org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint");
-        jobManager.addAll(List.of("--configDir", FlinkRunIT.flinkConf().toString()));
+        jobManager.addAll(List.of("--configDir", ClusterProcesses.flinkConf().toString()));
         jobManager.addAll(ports);
         jobManager.addAll(List.of("-D", "jobmanager.memory.process.size=1g"));
         List<String> resources = ClusterProcesses.taskManagerResources(tmp, null, "1536m");
@@ -59,54 +51,40 @@ class SessionClusterIT {
                                         resources,
                                         k,
                                         ports,
-                                        twoSlots),
+                                        ClusterProcesses.TWO_SLOTS),
                                 tmp.resolve("tm-" + k + ".out"),
                                 Map.of()));
             }
             Path run = tmp.resolve("run");
             Path report = tmp.resolve("report.json");
             Path trace = tmp.resolve("trace.csv");
+            List<String> args = new ArrayList<>(List.of("run", jar.toString()));
+            args.addAll(
+                    ClusterProcesses.trainGenerated(
+                            data,
+                            2,
+                            "--devices",
+                            "cpu:1",
+                            "--workers",
+                            "2",
+                            "--accelerator",
+                            "simulated:10",
+                            "--report",
+                            report.toString(),
+                            "--trace",
+                            trace.toString(),
+                            "--run-dir",
+                            run.toString()));
             String log =
-                    FlinkRunIT.runToEnd(
-                            FlinkRunIT.flinkCommand(
-                                    URI.create("http://localhost:" + rest),
-                                    tmp,
-                                    List.of(
-                                            "run",
-                                            jar.toString(),
-                                            "train",
-                                            "--data",
-                                            data.toString(),
-                                            "--patch",
-                                            "32",
-                                            "--epochs",
-                                            "2",
-                                            "--devices",
-                                            "cpu:1",
-                                            "--workers",
-                                            "2",
-                                            "--accelerator",
-                                            "simulated:10",
-                                            "--eval-cases",
-                                            "1",
-                                            "--report",
-                                            report.toString(),
-                                            "--trace",
-                                            trace.toString(),
-                                            "--run-dir",
-                                            run.toString())),
+                    ClusterProcesses.runToEnd(
+                            ClusterProcesses.flinkCommand(
+                                    URI.create("http://localhost:" + rest), tmp, args),
                             tmp);
             assertThat(log).contains("Job has been submitted with JobID");
 
             // 4 training cases x 2 epochs: every (epoch, index) once.
             assertThat(report).content().contains("\"delivered\": 8");
-            List<String> lines = Files.readAllLines(trace);
-            Set<String> pairs = new HashSet<>();
-            for (String line : lines.subList(1, lines.size())) {
-                String[] f = line.split(",");
-                assertThat(pairs.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
-            }
-            assertThat(pairs).hasSize(8);
+            assertThat(MiniClusterJobs.trainedOnce(trace)).hasSize(8);
 
             @SuppressWarnings("unchecked")
             Map<String, Object> json = (Map<String, Object>) Json.parse(Files.readString(report));

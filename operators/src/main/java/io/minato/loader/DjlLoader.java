@@ -4,7 +4,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.training.dataset.RandomAccessDataset;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
-import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.spi.Workload;
 import java.util.Objects;
@@ -47,8 +46,6 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private final Workload<?> workload;
     private final int batchSize;
     private final int devices;
-    private transient SampleHandoff.Reservation handoff;
-    private transient Receivers trainers;
     private final int workers;
     private boolean skipBadSamples;
 
@@ -62,9 +59,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient Quarantine quarantine;
     private transient Counter batchesMetric;
     private transient Counter samplesDropped;
-    private transient InOrderBatches order;
-    private transient PrepTimes prepTimes;
-    private transient TaskManagerUsage.Share usage;
+    private transient InOrderBaseline baseline;
 
     private static final Object END = new Object();
 
@@ -108,31 +103,11 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), "DJL loader", "");
         batchesMetric = getMetricGroup().counter("batches");
         samplesDropped = getMetricGroup().counter("samplesDropped");
-        CacheMetrics.register(getRuntimeContext(), getMetricGroup(), workload);
-        prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
-        usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
         quarantine.open(getRuntimeContext());
         // DJL numbers the batches of each (re)start from 0.
-        order =
-                new InOrderBatches(
-                        batchSize,
-                        0,
-                        HeadOfLine.of(
-                                WorkerScheduler.inTaskManager(
-                                        WorkerScheduler.key(
-                                                getRuntimeContext()
-                                                        .getJobInfo()
-                                                        .getJobId()
-                                                        .toString(),
-                                                getRuntimeContext()
-                                                        .getTaskInfo()
-                                                        .getAttemptNumber()),
-                                        getMetricGroup())));
-        // Batches cross to the trainers as identities: two per device may be parked at once.
-        handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
-        trainers =
-                Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER, devices)
-                        .counted(getRuntimeContext());
+        baseline =
+                new InOrderBaseline(
+                        getRuntimeContext(), getMetricGroup(), workload, batchSize, devices, 0);
         feed = new DjlFeed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
@@ -189,20 +164,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        if (usage != null) {
-            usage.close(false, Double.NaN);
-        }
-        AccumulatorFiles.write(
-                getRuntimeContext(),
-                Quarantine.with(
-                        PrepTimes.with(
-                                TaskManagerUsage.with(
-                                        Receivers.withSentAsBytes(CacheMetrics.NAMES)))));
-        if (order != null) {
-            order.close();
-        }
-        if (handoff != null) {
-            handoff.close();
+        if (baseline != null) {
+            baseline.close(getRuntimeContext());
         }
         if (iterator != null) {
             iterator.interrupt();
@@ -253,7 +216,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             return; // every sample of it was left out
         }
         output.collect(
-                new StreamRecord<>(GlobalBatchState.toDevice(k, devices, b.samples(), trainers)));
+                new StreamRecord<>(
+                        GlobalBatchState.toDevice(k, devices, b.samples(), baseline.trainers)));
         batchesMetric.inc();
     }
 
@@ -265,8 +229,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                             feed,
                             workload,
                             prefetch(),
-                            order,
-                            prepTimes,
+                            baseline.order,
+                            baseline.prepTimes,
                             skipBadSamples ? quarantine : null);
             DjlFeed.Sampling sampler = new DjlFeed.Sampling(feed);
             long first = 0; // DJL's batches are consecutive runs of B tasks, in order
@@ -279,7 +243,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 for (ai.djl.training.dataset.Batch djl :
                         dataset.getData(manager, sampler, executor)) {
                     try (djl) {
-                        order.handedOut(first / batchSize);
+                        baseline.order.handedOut(first / batchSize);
                         handover.put(dataset.toBatch(djl, first));
                     }
                     first += batchSize;

@@ -6,6 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.LongSupplier;
+import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.metrics.MetricGroup;
 
 /**
  * How long a job's loaders held a prepared batch back behind an unfinished one (head-of-line
@@ -44,6 +46,19 @@ public final class HeadOfLine {
         synchronized (BY_JOB) {
             return BY_JOB.computeIfAbsent(job, j -> new HeadOfLine(System::nanoTime));
         }
+    }
+
+    /**
+     * The clock of the job attempt that {@code context} runs in, in the TaskManager of the operator
+     * whose metrics are {@code metrics}.
+     */
+    public static HeadOfLine of(RuntimeContext context, MetricGroup metrics) {
+        return of(
+                WorkerScheduler.inTaskManager(
+                        WorkerScheduler.key(
+                                context.getJobInfo().getJobId().toString(),
+                                context.getTaskInfo().getAttemptNumber()),
+                        metrics));
     }
 
     /** Whether {@code loader} holds a ready batch back behind an unfinished one from now on. */

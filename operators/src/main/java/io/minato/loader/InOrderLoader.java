@@ -3,7 +3,6 @@ package io.minato.loader;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
-import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
@@ -49,8 +48,6 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     private final Workload<?> workload;
     private final int batchSize;
-    private transient SampleHandoff.Reservation handoff;
-    private transient Receivers trainers;
     private final int devices;
     private final int workers;
     private final int prefetchFactor;
@@ -67,9 +64,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     private transient Counter batches;
     private transient Counter samplesDropped;
-    private transient InOrderBatches order;
-    private transient PrepTimes prepTimes;
-    private transient TaskManagerUsage.Share usage;
+    private transient InOrderBaseline baseline;
 
     /** Written on the operator thread, read by the metric reporter. */
     private transient volatile int outstanding;
@@ -124,30 +119,10 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         batches = metrics.counter("batches");
         samplesDropped = metrics.counter("samplesDropped");
         metrics.gauge("outstanding", () -> outstanding);
-        CacheMetrics.register(getRuntimeContext(), metrics, workload);
-        prepTimes = PrepTimes.register(getRuntimeContext(), metrics);
-        usage = TaskManagerUsage.open(getRuntimeContext(), metrics);
         quarantine.open(getRuntimeContext());
-        order =
-                new InOrderBatches(
-                        batchSize,
-                        nextBatch,
-                        HeadOfLine.of(
-                                WorkerScheduler.inTaskManager(
-                                        WorkerScheduler.key(
-                                                getRuntimeContext()
-                                                        .getJobInfo()
-                                                        .getJobId()
-                                                        .toString(),
-                                                getRuntimeContext()
-                                                        .getTaskInfo()
-                                                        .getAttemptNumber()),
-                                        metrics)));
-        // Batches cross to the trainers as identities: two per device may be parked at once.
-        handoff = SampleHandoff.jvm().reserve(2 * batchSize * devices);
-        trainers =
-                Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER, devices)
-                        .counted(getRuntimeContext());
+        baseline =
+                new InOrderBaseline(
+                        getRuntimeContext(), metrics, workload, batchSize, devices, nextBatch);
     }
 
     @Override
@@ -192,20 +167,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        if (usage != null) {
-            usage.close(false, Double.NaN);
-        }
-        AccumulatorFiles.write(
-                getRuntimeContext(),
-                Quarantine.with(
-                        PrepTimes.with(
-                                TaskManagerUsage.with(
-                                        Receivers.withSentAsBytes(CacheMetrics.NAMES)))));
-        if (order != null) {
-            order.close();
-        }
-        if (handoff != null) {
-            handoff.close();
+        if (baseline != null) {
+            baseline.close(getRuntimeContext());
         }
         if (pool != null) {
             for (ExecutorService worker : pool) {
@@ -257,12 +220,13 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         inFlight.removeFirst();
         outstanding = inFlight.size();
         long k = head.number();
-        order.handedOut(k);
+        baseline.order.handedOut(k);
         if (samples.isEmpty()) {
             return; // every sample of it was left out
         }
         output.collect(
-                new StreamRecord<>(GlobalBatchState.toDevice(k, devices, samples, trainers)));
+                new StreamRecord<>(
+                        GlobalBatchState.toDevice(k, devices, samples, baseline.trainers)));
         batches.inc();
     }
 
@@ -282,7 +246,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                 out.add(sample);
             }
             // A sample left out is done too: its batch must not wait for it.
-            order.samplePrepared(k);
+            baseline.order.samplePrepared(k);
         }
         return out;
     }
@@ -306,7 +270,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
             quarantine.add(task, bad);
             return null;
         } finally {
-            prepTimes.add(mark);
+            baseline.prepTimes.add(mark);
         }
     }
 
@@ -319,7 +283,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     /** Whether a prepared batch waits behind an unfinished head now (the head-of-line clock). */
     boolean holdingBack() {
-        return order.holding();
+        return baseline.order.holding();
     }
 
     /** Batches dispatched and not yet emitted. */

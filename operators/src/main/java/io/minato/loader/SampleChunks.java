@@ -104,18 +104,18 @@ public final class SampleChunks {
             Piece p = piece.piece();
             if (p.index() != 0) {
                 throw new IllegalStateException(
-                        "piece "
-                                + p.index()
-                                + " of "
-                                + p.count()
-                                + " of sample "
-                                + piece.task()
-                                + " came before its first: pieces of a sample travel in order");
+                        name(piece) + " came before its first: pieces of a sample travel in order");
             }
             this.key = key;
             this.first = piece;
             this.parts = new ArrayList<>(p.count());
             parts.add(stream(p));
+        }
+
+        /** "piece I of N of sample TASK", for the errors. */
+        private static String name(PreparedSample piece) {
+            Piece p = piece.piece();
+            return "piece " + p.index() + " of " + p.count() + " of sample " + piece.task();
         }
 
         /** The device key the sample is for. */
@@ -133,12 +133,7 @@ public final class SampleChunks {
             Piece p = piece.piece();
             if (p.index() != parts.size() || p.count() != first.piece().count()) {
                 throw new IllegalStateException(
-                        "piece "
-                                + p.index()
-                                + " of "
-                                + p.count()
-                                + " of sample "
-                                + piece.task()
+                        name(piece)
                                 + " after "
                                 + parts.size()
                                 + " of "

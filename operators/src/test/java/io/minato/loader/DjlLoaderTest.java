@@ -36,18 +36,7 @@ class DjlLoaderTest {
         DjlLoader op = new DjlLoader(new Workload<>("gated", new Gated(), new Gated()), 2, 1, 2);
         try (var h = new OneInputStreamOperatorTestHarness<SampleTask, Batch>(op)) {
             h.open();
-            HeadOfLine clock =
-                    HeadOfLine.of(
-                            WorkerScheduler.inTaskManager(
-                                    WorkerScheduler.key(
-                                            op.getRuntimeContext()
-                                                    .getJobInfo()
-                                                    .getJobId()
-                                                    .toString(),
-                                            op.getRuntimeContext()
-                                                    .getTaskInfo()
-                                                    .getAttemptNumber()),
-                                    op.getMetricGroup()));
+            HeadOfLine clock = HeadOfLine.of(op.getRuntimeContext(), op.getMetricGroup());
             // 2 x 2 worker threads = 4 batches of prefetch; sample 0 (batch 0) is held.
             for (int i = 0; i < 8; i++) {
                 h.processElement(new SampleTask(1, 0, i, i), i);

@@ -100,18 +100,7 @@ class InOrderLoaderTest {
             }
             assertThat(op.readyBehindHead()).as("batch 1 ready behind batch 0").isEqualTo(1);
             assertThat(op.holdingBack()).as("the head-of-line clock runs").isTrue();
-            HeadOfLine clock =
-                    HeadOfLine.of(
-                            WorkerScheduler.inTaskManager(
-                                    WorkerScheduler.key(
-                                            op.getRuntimeContext()
-                                                    .getJobInfo()
-                                                    .getJobId()
-                                                    .toString(),
-                                            op.getRuntimeContext()
-                                                    .getTaskInfo()
-                                                    .getAttemptNumber()),
-                                    op.getMetricGroup()));
+            HeadOfLine clock = HeadOfLine.of(op.getRuntimeContext(), op.getMetricGroup());
             long held = clock.heldNanos(System.nanoTime());
             Thread.sleep(20);
             assertThat(clock.heldNanos(System.nanoTime()) - held)

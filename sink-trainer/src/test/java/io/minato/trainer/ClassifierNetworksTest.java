@@ -13,8 +13,6 @@ import ai.djl.util.Pair;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
-import io.minato.sample.SamplePath;
-import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.workload.images.ClassifierEvaluation;
@@ -24,14 +22,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.UUID;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,42 +32,28 @@ import org.junit.jupiter.api.io.TempDir;
  * line.
  */
 class ClassifierNetworksTest {
-    private static final Shape3 IMAGE = new Shape3(3, 16, 16);
+    private static final Shape3 IMAGE = BrightHalves.IMAGE;
 
-    private static final TrainingSettings CNN =
-            TrainingSettings.builder()
-                    .setWidth(0.5)
-                    .setLearningRate(0.05f)
-                    .optMomentum(0.9f)
-                    .optWeightDecay(1e-3f)
-                    .optNesterov(true)
-                    .optWarmUp(2, 0f)
-                    .setSeed(3)
-                    .build()
-                    .withNetwork(new ImageClassifier(2, 0.5));
+    private static final TrainingSettings CNN = nesterov(new ImageClassifier(2, 0.5));
 
     private static final TrainingSettings RESNET =
-            TrainingSettings.builder()
-                    .setWidth(0.25)
-                    .setLearningRate(0.05f)
-                    .optMomentum(0.9f)
-                    .optWeightDecay(1e-3f)
-                    .optNesterov(true)
-                    .optWarmUp(2, 0f)
-                    .setSeed(3)
-                    .build()
-                    .withNetwork(new ImageClassifier(2, 0.25, Architecture.RESNET18));
+            nesterov(new ImageClassifier(2, 0.25, Architecture.RESNET18));
 
-    private static ExecutorService threads;
-
-    @BeforeAll
-    static void startThreads() {
-        threads = Executors.newFixedThreadPool(2);
-    }
-
-    @AfterAll
-    static void stopThreads() {
-        threads.shutdownNow();
+    /**
+     * SGD at 0.05 with Nesterov momentum and weight decay, warmed up over two steps, for {@code
+     * network}.
+     */
+    private static TrainingSettings nesterov(ImageClassifier network) {
+        return TrainingSettings.builder()
+                .setWidth(network.width())
+                .setLearningRate(0.05f)
+                .optMomentum(0.9f)
+                .optWeightDecay(1e-3f)
+                .optNesterov(true)
+                .optWarmUp(2, 0f)
+                .setSeed(3)
+                .build()
+                .withNetwork(network);
     }
 
     /** torchvision's resnet18(num_classes=10) has 11,181,642 trainable values; so has this. */
@@ -122,9 +98,9 @@ class ClassifierNetworksTest {
         double first;
         double last = Double.NaN;
         try (DjlAccelerator a = new DjlAccelerator(settings)) {
-            first = a.train(batch(0, 0, 8, r)).loss();
+            first = a.train(BrightHalves.batch(0, 0, 8, r)).loss();
             for (int step = 1; step < 60; step++) {
-                last = a.train(batch(0, step, 8, r)).loss();
+                last = a.train(BrightHalves.batch(0, step, 8, r)).loss();
             }
             a.finish(dir, 0);
             // The running statistics moved (they start at 0 and 1) and are what was saved.
@@ -148,26 +124,15 @@ class ClassifierNetworksTest {
                 assertThat(moved).isEqualTo(40);
             }
         }
-        assertThat(last).isLessThan(first / 2);
-        List<Patch> held = new ArrayList<>();
-        for (int i = 0; i < 32; i++) {
-            held.add(image(i % 2, r));
-        }
-        double top1 =
-                ClassifierEvaluation.accuracy(
-                        dir.resolve("model-device-0"),
-                        (ImageClassifier) settings.network(),
-                        held,
-                        Device.cpu());
         // Scored with the running statistics (evaluation mode): they must fit the weights.
-        assertThat(top1).isGreaterThanOrEqualTo(0.9);
+        BrightHalves.assertLearned(first, last, dir, settings, r);
     }
 
     /** Running statistics are state too: leave them out and the continuation differs. */
     @Test
     void shouldContinueResNetBitIdenticallyFromASnapshot() throws Exception {
-        Batch b0 = batch(0, 0, 4, new SplittableRandom(1));
-        Batch b1 = batch(0, 1, 4, new SplittableRandom(2));
+        Batch b0 = BrightHalves.batch(0, 0, 4, new SplittableRandom(1));
+        Batch b1 = BrightHalves.batch(0, 1, 4, new SplittableRandom(2));
         byte[] afterOne;
         byte[] afterTwo;
         double secondLoss;
@@ -221,57 +186,24 @@ class ClassifierNetworksTest {
     private static void replicate(
             TrainingSettings settings, DjlAccelerator single, Reference reference)
             throws Exception {
-        String group = "classifier-dp-" + UUID.randomUUID();
         SplittableRandom r = new SplittableRandom(9);
-        try (DjlAccelerator r0 = new DjlAccelerator(settings);
-                DjlAccelerator r1 = new DjlAccelerator(settings)) {
-            r0.restore(single.initializedState());
-            ReplicaGroup.Member m0 = ReplicaGroup.join(group, 2, 0);
-            ReplicaGroup.Member m1 = ReplicaGroup.join(group, 2, 1);
-            r0.replicate(m0);
-            r1.replicate(m1);
+        try (TwoReplicas replicas = new TwoReplicas(settings, single.initializedState())) {
             for (int step = 0; step < 3; step++) {
-                Batch b0 = batch(0, step, 4, r);
+                Batch b0 = BrightHalves.batch(0, step, 4, r);
                 // Device 1 sits the last step out: it takes the average all the same.
-                Batch b1 = step < 2 ? batch(1, step, 2, r) : null;
-                Future<StepResult> f0 = threads.submit(() -> r0.train(b0));
-                Callable<Object> step1 = b1 != null ? () -> r1.train(b1) : () -> r1.idleStep();
-                Future<Object> f1 = threads.submit(step1);
-                f0.get(120, TimeUnit.SECONDS);
-                f1.get(120, TimeUnit.SECONDS);
-                assertThat(r1.snapshot())
-                        .as("replicas identical after step %d", step + 1)
-                        .isEqualTo(r0.snapshot());
+                Batch b1 = step < 2 ? BrightHalves.batch(1, step, 2, r) : null;
+                replicas.step(step + 1, b0, b1);
                 if (reference != null) {
                     if (b1 == null) {
                         single.train(b0);
                     } else {
                         reference.step(b0, b1);
                     }
-                    assertClose(r0, single, step + 1);
+                    TwoReplicas.assertClose(replicas.r0, single, step + 1);
                 }
             }
-            Future<Boolean> e0 = threads.submit(r0::idleStep);
-            Future<Boolean> e1 = threads.submit(r1::idleStep);
-            assertThat(e0.get(60, TimeUnit.SECONDS)).isFalse();
-            assertThat(e1.get(60, TimeUnit.SECONDS)).isFalse();
-            m0.leave();
-            m1.leave();
+            replicas.end();
         }
-    }
-
-    private static void assertClose(DjlAccelerator replica, DjlAccelerator single, int step) {
-        var mine = replica.parameters();
-        var theirs = single.parameters();
-        double worst = 0;
-        for (int i = 0; i < mine.size(); i++) {
-            float[] a = mine.get(i).getValue().getArray().toFloatArray();
-            float[] b = theirs.get(i).getValue().getArray().toFloatArray();
-            for (int j = 0; j < a.length; j++) {
-                worst = Math.max(worst, Math.abs(a[j] - b[j]) / (1e-2 + Math.abs(b[j])));
-            }
-        }
-        assertThat(worst).as("worst relative difference after step %d", step).isLessThan(1e-3);
     }
 
     @Test
@@ -284,7 +216,7 @@ class ClassifierNetworksTest {
             assertThatThrownBy(
                             () ->
                                     a.train(
-                                            of(
+                                            BrightHalves.batchOf(
                                                     7,
                                                     Patch.ofClass(IMAGE, v, 0),
                                                     Patch.ofClass(
@@ -296,7 +228,7 @@ class ClassifierNetworksTest {
             assertThatThrownBy(
                             () ->
                                     a.train(
-                                            of(
+                                            BrightHalves.batchOf(
                                                     8,
                                                     Patch.ofClass(
                                                             grey,
@@ -309,7 +241,7 @@ class ClassifierNetworksTest {
             assertThatThrownBy(
                             () ->
                                     a.train(
-                                            of(
+                                            BrightHalves.batchOf(
                                                     9,
                                                     Patch.ofClass(
                                                             tiny,
@@ -325,14 +257,7 @@ class ClassifierNetworksTest {
         try (DjlAccelerator c = new DjlAccelerator(CNN)) {
             cnn = c.initializedState();
         }
-        try (DjlAccelerator u =
-                new DjlAccelerator(
-                        TrainingSettings.builder()
-                                .setWidth(0.125)
-                                .setLearningRate(0.01f)
-                                .optMomentum(0.9f)
-                                .setSeed(3)
-                                .build())) {
+        try (DjlAccelerator u = new DjlAccelerator(BrightHalves.UNET)) {
             u.restore(cnn);
             assertThatThrownBy(u::initializedState)
                     .isInstanceOf(IllegalStateException.class)
@@ -349,11 +274,11 @@ class ClassifierNetworksTest {
     void shouldNameTheFolderOfAClassifierOfAnotherShapeOrArchitecture(@TempDir Path dir)
             throws Exception {
         try (DjlAccelerator a = new DjlAccelerator(CNN)) {
-            a.train(batch(0, 0, 2, new SplittableRandom(3)));
+            a.train(BrightHalves.batch(0, 0, 2, new SplittableRandom(3)));
             a.finish(dir, 0);
         }
         Path model = dir.resolve("model-device-0");
-        List<Patch> one = List.of(image(0, new SplittableRandom(4)));
+        List<Patch> one = List.of(BrightHalves.image(0, new SplittableRandom(4)));
         assertThatThrownBy(
                         () ->
                                 ClassifierEvaluation.accuracy(
@@ -386,42 +311,5 @@ class ClassifierNetworksTest {
                         ClassifierEvaluation.accuracy(
                                 model, new ImageClassifier(2, 0.5), List.of(), Device.cpu()))
                 .isNaN();
-    }
-
-    /** Class 1: the left half bright; class 0: the right half; noise everywhere. */
-    private static Patch image(int cls, SplittableRandom r) {
-        float[] v = new float[(int) IMAGE.voxels()];
-        for (int c = 0, i = 0; c < 3; c++) {
-            for (int y = 0; y < 16; y++) {
-                for (int x = 0; x < 16; x++, i++) {
-                    boolean bright = cls == 1 ? x < 8 : x >= 8;
-                    v[i] = (bright ? 1f : -1f) + (float) (0.5 * r.nextGaussian());
-                }
-            }
-        }
-        return Patch.ofClass(IMAGE, v, cls);
-    }
-
-    private static Batch batch(int device, long sequence, int size, SplittableRandom r) {
-        List<PreparedSample> samples = new ArrayList<>();
-        for (int i = 0; i < size; i++) {
-            int cls = (int) ((sequence + i) % 2);
-            samples.add(
-                    new PreparedSample(
-                            new SampleTask(3, 0, sequence * size + i, cls),
-                            SamplePath.FAST,
-                            0,
-                            image(cls, r)));
-        }
-        return new Batch(device, sequence, samples);
-    }
-
-    private static Batch of(long sequence, Patch... patches) {
-        List<PreparedSample> samples = new ArrayList<>();
-        for (int i = 0; i < patches.length; i++) {
-            samples.add(
-                    new PreparedSample(new SampleTask(3, 0, i, 0), SamplePath.FAST, 0, patches[i]));
-        }
-        return new Batch(0, sequence, samples);
     }
 }

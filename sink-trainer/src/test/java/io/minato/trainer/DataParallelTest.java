@@ -11,14 +11,6 @@ import io.minato.spi.Shape3;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.UUID;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -39,57 +31,25 @@ class DataParallelTest {
                     .setSeed(11)
                     .build();
 
-    private static ExecutorService threads;
-
-    @BeforeAll
-    static void startThreads() {
-        threads = Executors.newFixedThreadPool(2);
-    }
-
-    @AfterAll
-    static void stopThreads() {
-        threads.shutdownNow();
-    }
-
     @Test
     void shouldKeepReplicasIdenticalAndEqualToOneReplicaOnTheConcatenatedBatch() throws Exception {
-        String group = "dp-" + UUID.randomUUID();
         // Device 1 runs out of data one step early and its last batch has one sample: the
         // uneven end of an epoch, where nothing may be dropped.
         List<Batch> device0 = List.of(batch(0, 0, 2), batch(0, 1, 2), batch(0, 2, 2));
         List<Batch> device1 = List.of(batch(1, 0, 2), batch(1, 1, 1));
-        try (DjlAccelerator r0 = new DjlAccelerator(SETTINGS);
-                DjlAccelerator r1 = new DjlAccelerator(SETTINGS);
-                DjlAccelerator single = new DjlAccelerator(SETTINGS)) {
-            // One start for all three (replica 1 gets it from replica 0 through the group).
-            r0.restore(single.initializedState());
-            ReplicaGroup.Member m0 = ReplicaGroup.join(group, 2, 0);
-            ReplicaGroup.Member m1 = ReplicaGroup.join(group, 2, 1);
-            r0.replicate(m0);
-            r1.replicate(m1);
+        // One start for all three (replica 1 gets it from replica 0 through the group).
+        try (DjlAccelerator single = new DjlAccelerator(SETTINGS);
+                TwoReplicas replicas = new TwoReplicas(SETTINGS, single.initializedState())) {
             for (int step = 0; step < 3; step++) {
                 Batch b0 = device0.get(step);
                 Batch b1 = step < device1.size() ? device1.get(step) : null;
-                Future<StepResult> f0 = threads.submit(() -> r0.train(b0));
-                Callable<Object> step1 = b1 != null ? () -> r1.train(b1) : () -> r1.idleStep();
-                Future<Object> f1 = threads.submit(step1);
-                f0.get(120, TimeUnit.SECONDS);
-                f1.get(120, TimeUnit.SECONDS);
+                replicas.step(step + 1, b0, b1);
                 single.train(b1 == null ? b0 : concat(b0, b1));
-
-                assertThat(r1.snapshot())
-                        .as("replicas identical after step %d", step + 1)
-                        .isEqualTo(r0.snapshot());
-                assertClose(r0, single, step + 1);
-                assertThat(r0.step()).isEqualTo(step + 1);
+                TwoReplicas.assertClose(replicas.r0, single, step + 1);
+                assertThat(replicas.r0.step()).isEqualTo(step + 1);
             }
             // Nobody has data: the group ends for both.
-            Future<Boolean> e0 = threads.submit(r0::idleStep);
-            Future<Boolean> e1 = threads.submit(r1::idleStep);
-            assertThat(e0.get(60, TimeUnit.SECONDS)).isFalse();
-            assertThat(e1.get(60, TimeUnit.SECONDS)).isFalse();
-            m0.leave();
-            m1.leave();
+            replicas.end();
         }
     }
 
@@ -106,28 +66,6 @@ class DataParallelTest {
             assertThat(restored.snapshot()).isEqualTo(a.snapshot());
             assertThat(restored.step()).isEqualTo(2);
         }
-    }
-
-    private static void assertClose(DjlAccelerator replica, DjlAccelerator single, int step) {
-        var mine = replica.parameters();
-        var theirs = single.parameters();
-        double worst = 0;
-        String where = "";
-        for (int i = 0; i < mine.size(); i++) {
-            float[] a = mine.get(i).getValue().getArray().toFloatArray();
-            float[] b = theirs.get(i).getValue().getArray().toFloatArray();
-            for (int j = 0; j < a.length; j++) {
-                // Float rounding of sums taken in another order: 1e-5 absolute, 1e-3 relative.
-                double error = Math.abs(a[j] - b[j]) / (1e-2 + Math.abs(b[j]));
-                if (error > worst) {
-                    worst = error;
-                    where = mine.get(i).getKey() + "[" + j + "]: " + a[j] + " vs " + b[j];
-                }
-            }
-        }
-        assertThat(worst)
-                .as("worst relative difference after step %d at %s", step, where)
-                .isLessThan(1e-3);
     }
 
     private static Batch concat(Batch a, Batch b) {

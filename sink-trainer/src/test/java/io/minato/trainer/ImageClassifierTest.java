@@ -6,15 +6,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import ai.djl.Device;
 import io.minato.data.BadInputException;
 import io.minato.sample.Batch;
-import io.minato.sample.PreparedSample;
-import io.minato.sample.SamplePath;
-import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.workload.images.ClassifierEvaluation;
 import io.minato.workload.images.ImageClassifier;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -27,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ImageClassifierTest {
 
-    private static final Shape3 IMAGE = new Shape3(3, 16, 16);
+    private static final Shape3 IMAGE = BrightHalves.IMAGE;
 
     private static final TrainingSettings SETTINGS =
             TrainingSettings.builder()
@@ -38,32 +34,8 @@ class ImageClassifierTest {
                     .build()
                     .withNetwork(new ImageClassifier(2, 0.5));
 
-    /** Class 1: the left half bright; class 0: the right half; noise everywhere. */
-    private static Patch image(int cls, SplittableRandom r) {
-        float[] v = new float[(int) IMAGE.voxels()];
-        for (int c = 0, i = 0; c < 3; c++) {
-            for (int y = 0; y < 16; y++) {
-                for (int x = 0; x < 16; x++, i++) {
-                    boolean bright = cls == 1 ? x < 8 : x >= 8;
-                    v[i] = (bright ? 1f : -1f) + (float) (0.5 * r.nextGaussian());
-                }
-            }
-        }
-        return Patch.ofClass(IMAGE, v, cls);
-    }
-
     private static Batch batch(long sequence, int size, SplittableRandom r) {
-        List<PreparedSample> samples = new ArrayList<>();
-        for (int i = 0; i < size; i++) {
-            int cls = (int) ((sequence + i) % 2);
-            samples.add(
-                    new PreparedSample(
-                            new SampleTask(3, 0, sequence * size + i, cls),
-                            SamplePath.FAST,
-                            0,
-                            image(cls, r)));
-        }
-        return new Batch(0, sequence, samples);
+        return BrightHalves.batch(0, sequence, size, r);
     }
 
     @Test
@@ -79,19 +51,7 @@ class ImageClassifierTest {
             a.finish(dir, 0);
         }
         assertThat(first).isFinite().isPositive();
-        assertThat(last).isLessThan(first / 2);
-
-        List<Patch> held = new ArrayList<>();
-        for (int i = 0; i < 32; i++) {
-            held.add(image(i % 2, r));
-        }
-        double top1 =
-                ClassifierEvaluation.accuracy(
-                        dir.resolve("model-device-0"),
-                        (ImageClassifier) SETTINGS.network(),
-                        held,
-                        Device.cpu());
-        assertThat(top1).isGreaterThanOrEqualTo(0.9);
+        BrightHalves.assertLearned(first, last, dir, SETTINGS, r);
     }
 
     @Test
@@ -116,42 +76,17 @@ class ImageClassifierTest {
     void shouldRefuseTheOtherWorkloadsTargetsAndStateInOneLine() throws Exception {
         SplittableRandom r = new SplittableRandom(2);
         float[] v = new float[(int) IMAGE.voxels()];
-        Batch dense =
-                new Batch(
-                        0,
-                        5,
-                        List.of(
-                                new PreparedSample(
-                                        new SampleTask(3, 0, 0, 0),
-                                        SamplePath.FAST,
-                                        0,
-                                        new Patch(IMAGE, v, new byte[v.length]))));
+        Batch dense = BrightHalves.batchOf(5, new Patch(IMAGE, v, new byte[v.length]));
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
             assertThatThrownBy(() -> a.train(dense))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("batch 5 holds a dense label");
-            Batch tooHigh =
-                    new Batch(
-                            0,
-                            6,
-                            List.of(
-                                    new PreparedSample(
-                                            new SampleTask(3, 0, 0, 0),
-                                            SamplePath.FAST,
-                                            0,
-                                            Patch.ofClass(IMAGE, v, 7))));
+            Batch tooHigh = BrightHalves.batchOf(6, Patch.ofClass(IMAGE, v, 7));
             assertThatThrownBy(() -> a.train(tooHigh))
                     .hasMessageContaining("holds class 7; the classifier has 2 classes");
         }
         byte[] unet;
-        try (DjlAccelerator u =
-                new DjlAccelerator(
-                        TrainingSettings.builder()
-                                .setWidth(0.125)
-                                .setLearningRate(0.01f)
-                                .optMomentum(0.9f)
-                                .setSeed(3)
-                                .build())) {
+        try (DjlAccelerator u = new DjlAccelerator(BrightHalves.UNET)) {
             unet = u.initializedState();
             assertThatThrownBy(() -> u.train(batch(0, 2, r)))
                     .isInstanceOf(IllegalArgumentException.class)

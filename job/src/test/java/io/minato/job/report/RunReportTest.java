@@ -75,42 +75,9 @@ class RunReportTest {
     @Test
     void shouldSplitTheWaitIntoHeadOfLineAndBehindAndTheWorkersTimeIntoFetchAndTransform()
             throws IOException {
-        DeviceSummary.of(
-                        0,
-                        "cpu",
-                        new DeviceCounters(
-                                3,
-                                4,
-                                2,
-                                3_000_000_000L,
-                                2_000_000_000L,
-                                500_000_000L,
-                                1.0,
-                                0.5,
-                                1_000,
-                                4_000,
-                                2_000,
-                                4),
-                        null)
+        DeviceSummary.of(0, "cpu", counters(2_000_000_000L, 500_000_000L, 2_000, 4), null)
                 .write(run);
-        DeviceSummary.of(
-                        1,
-                        "cpu",
-                        new DeviceCounters(
-                                3,
-                                4,
-                                2,
-                                3_000_000_000L,
-                                1_000_000_000L,
-                                0,
-                                1.0,
-                                0.5,
-                                1_000,
-                                4_000,
-                                2_000,
-                                4),
-                        null)
-                .write(run);
+        DeviceSummary.of(1, "cpu", counters(1_000_000_000L, 0, 2_000, 4), null).write(run);
 
         RunReport r = report(2);
 
@@ -243,13 +210,23 @@ class RunReportTest {
     }
 
     private static DeviceCounters counters(long firstEpochEnd, long samplesByThen) {
+        return counters(0, 0, firstEpochEnd, samplesByThen);
+    }
+
+    /**
+     * Three steps, six samples (four fast), 3 s busy, {@code waitNanos} waiting for batches ({@code
+     * headOfLineNanos} of it while a loader held one back); the first epoch ended at {@code
+     * firstEpochEnd} ms with {@code samplesByThen} samples.
+     */
+    private static DeviceCounters counters(
+            long waitNanos, long headOfLineNanos, long firstEpochEnd, long samplesByThen) {
         return new DeviceCounters(
                 3,
                 4,
                 2,
                 3_000_000_000L,
-                0,
-                0,
+                waitNanos,
+                headOfLineNanos,
                 1.0,
                 0.5,
                 1_000,

@@ -7,12 +7,11 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
 /** Serializes a {@link Batch}: device, sequence, sample count, then each prepared sample. */
-public final class BatchSerializer extends TypeSerializerSingleton<Batch> {
+public final class BatchSerializer extends SampleSerializer<Batch> {
     private static final long serialVersionUID = 1L;
 
     public static final BatchSerializer INSTANCE = new BatchSerializer();
@@ -39,11 +38,6 @@ public final class BatchSerializer extends TypeSerializerSingleton<Batch> {
             samples.add(SAMPLE.copy(sample));
         }
         return new Batch(from.device(), from.sequence(), samples);
-    }
-
-    @Override
-    public Batch copy(Batch from, Batch reuse) {
-        return copy(from);
     }
 
     @Override
@@ -82,11 +76,6 @@ public final class BatchSerializer extends TypeSerializerSingleton<Batch> {
             samples.add(SAMPLE.deserialize(in));
         }
         return new Batch(device, sequence, samples);
-    }
-
-    @Override
-    public Batch deserialize(Batch reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     @Override

@@ -5,7 +5,6 @@ import io.minato.spi.Shape3;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -13,7 +12,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * Serializes a {@link Patch} in its own layout ({@link Patch#writeTo}), the same as a crop inside a
  * serialized preparation.
  */
-public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
+public final class PatchSerializer extends SampleSerializer<Patch> {
     private static final long serialVersionUID = 1L;
 
     public static final PatchSerializer INSTANCE = new PatchSerializer();
@@ -35,11 +34,6 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
     }
 
     @Override
-    public Patch copy(Patch from, Patch reuse) {
-        return copy(from);
-    }
-
-    @Override
     public int getLength() {
         return -1;
     }
@@ -52,12 +46,6 @@ public final class PatchSerializer extends TypeSerializerSingleton<Patch> {
     @Override
     public Patch deserialize(DataInputView in) throws IOException {
         return Patch.readFrom(in);
-    }
-
-    /** Always a fresh patch: a reused one may still be referenced by a batch being assembled. */
-    @Override
-    public Patch deserialize(Patch reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     /** Streams the input and target bytes through without building arrays. */

@@ -4,7 +4,6 @@ import io.minato.sample.PreparedSample;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -13,8 +12,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * its 1-10 MiB patch: for checkpointed state, since a sample is a pure function of its task and is
  * prepared again after a restore. Reads every form {@link PreparedSampleSerializer} writes.
  */
-public final class PreparedSampleIdentitySerializer
-        extends TypeSerializerSingleton<PreparedSample> {
+public final class PreparedSampleIdentitySerializer extends SampleSerializer<PreparedSample> {
     private static final long serialVersionUID = 1L;
 
     public static final PreparedSampleIdentitySerializer INSTANCE =
@@ -38,11 +36,6 @@ public final class PreparedSampleIdentitySerializer
     }
 
     @Override
-    public PreparedSample copy(PreparedSample from, PreparedSample reuse) {
-        return copy(from);
-    }
-
-    @Override
     public int getLength() {
         return -1;
     }
@@ -55,11 +48,6 @@ public final class PreparedSampleIdentitySerializer
     @Override
     public PreparedSample deserialize(DataInputView in) throws IOException {
         return SAMPLE.deserialize(in);
-    }
-
-    @Override
-    public PreparedSample deserialize(PreparedSample reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     @Override

@@ -9,7 +9,6 @@ import java.io.IOException;
 import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -33,7 +32,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * A handed-off sample whose patch is not found (a replay after a restore) is read as an identity:
  * its {@link PreparedSample#patch()} is null until it is prepared again.
  */
-public final class PreparedSampleSerializer extends TypeSerializerSingleton<PreparedSample> {
+public final class PreparedSampleSerializer extends SampleSerializer<PreparedSample> {
     private static final long serialVersionUID = 1L;
 
     public static final PreparedSampleSerializer INSTANCE = new PreparedSampleSerializer();
@@ -72,11 +71,6 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
                     new PreparedSample.Piece(p.index(), p.count(), bytes, 0, p.length()));
         }
         return from.withPatch(from.patch() == null ? null : PATCH.copy(from.patch()));
-    }
-
-    @Override
-    public PreparedSample copy(PreparedSample from, PreparedSample reuse) {
-        return copy(from);
     }
 
     @Override
@@ -147,11 +141,6 @@ public final class PreparedSampleSerializer extends TypeSerializerSingleton<Prep
                     default -> throw new IOException("unknown prepared sample form " + form);
                 };
         return new PreparedSample(task, path, prepCpuNanos, patch, device);
-    }
-
-    @Override
-    public PreparedSample deserialize(PreparedSample reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     @Override

@@ -4,7 +4,6 @@ import io.minato.sample.SamplePath;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -12,7 +11,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * Serializes a {@link SamplePath} as one byte, its ordinal. New constants go at the end so that
  * stored ordinals keep their meaning.
  */
-public final class SamplePathSerializer extends TypeSerializerSingleton<SamplePath> {
+public final class SamplePathSerializer extends SampleSerializer<SamplePath> {
     private static final long serialVersionUID = 1L;
 
     public static final SamplePathSerializer INSTANCE = new SamplePathSerializer();
@@ -35,11 +34,6 @@ public final class SamplePathSerializer extends TypeSerializerSingleton<SamplePa
     }
 
     @Override
-    public SamplePath copy(SamplePath from, SamplePath reuse) {
-        return from;
-    }
-
-    @Override
     public int getLength() {
         return 1;
     }
@@ -56,11 +50,6 @@ public final class SamplePathSerializer extends TypeSerializerSingleton<SamplePa
             throw new IOException("unknown sample path ordinal " + ordinal);
         }
         return VALUES[ordinal];
-    }
-
-    @Override
-    public SamplePath deserialize(SamplePath reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     @Override

@@ -4,12 +4,11 @@ import io.minato.sample.SampleTask;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
 /** Serializes a {@link SampleTask} as four fixed-width fields, 24 bytes. */
-public final class SampleTaskSerializer extends TypeSerializerSingleton<SampleTask> {
+public final class SampleTaskSerializer extends SampleSerializer<SampleTask> {
     private static final long serialVersionUID = 1L;
 
     public static final SampleTaskSerializer INSTANCE = new SampleTaskSerializer();
@@ -34,11 +33,6 @@ public final class SampleTaskSerializer extends TypeSerializerSingleton<SampleTa
     }
 
     @Override
-    public SampleTask copy(SampleTask from, SampleTask reuse) {
-        return from;
-    }
-
-    @Override
     public int getLength() {
         return LENGTH;
     }
@@ -54,11 +48,6 @@ public final class SampleTaskSerializer extends TypeSerializerSingleton<SampleTa
     @Override
     public SampleTask deserialize(DataInputView in) throws IOException {
         return new SampleTask(in.readLong(), in.readInt(), in.readLong(), in.readInt());
-    }
-
-    @Override
-    public SampleTask deserialize(SampleTask reuse, DataInputView in) throws IOException {
-        return deserialize(in);
     }
 
     @Override

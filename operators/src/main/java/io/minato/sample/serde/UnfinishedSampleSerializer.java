@@ -6,7 +6,6 @@ import io.minato.sample.UnfinishedSample;
 import java.io.IOException;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
-import org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
@@ -18,7 +17,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * that is not found (another JVM, a replay after a restore) starts over: a sample is a pure
  * function of its task, so the result is the same.
  */
-public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<UnfinishedSample> {
+public final class UnfinishedSampleSerializer extends SampleSerializer<UnfinishedSample> {
     private static final long serialVersionUID = 1L;
 
     public static final UnfinishedSampleSerializer INSTANCE = new UnfinishedSampleSerializer();
@@ -44,11 +43,6 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
     @Override
     public UnfinishedSample copy(UnfinishedSample from) {
         return from.detached();
-    }
-
-    @Override
-    public UnfinishedSample copy(UnfinishedSample from, UnfinishedSample reuse) {
-        return copy(from);
     }
 
     @Override
@@ -102,12 +96,6 @@ public final class UnfinishedSampleSerializer extends TypeSerializerSingleton<Un
         byte[] state = new byte[n];
         in.readFully(state);
         return state;
-    }
-
-    @Override
-    public UnfinishedSample deserialize(UnfinishedSample reuse, DataInputView in)
-            throws IOException {
-        return deserialize(in);
     }
 
     @Override

@@ -77,10 +77,7 @@ class CaseCacheTest {
 
     @Test
     void shouldForgetWhatItKnewOfAFileThatChanged() throws Exception {
-        CaseFiles c = writeCase("case_00000");
-        CaseCache.at(cacheDir)
-                .memo(c, new CaseCache.Counters())
-                .rememberForegroundComponents(COMPONENTS);
+        CaseFiles c = rememberedCase();
         Files.setLastModifiedTime(
                 c.label(),
                 FileTime.fromMillis(Files.getLastModifiedTime(c.label()).toMillis() + 5000));
@@ -95,10 +92,7 @@ class CaseCacheTest {
 
     @Test
     void shouldTreatACorruptEntryAsAMissAndOverwriteIt() throws Exception {
-        CaseFiles c = writeCase("case_00000");
-        CaseCache.at(cacheDir)
-                .memo(c, new CaseCache.Counters())
-                .rememberForegroundComponents(COMPONENTS);
+        CaseFiles c = rememberedCase();
         Path entry = cacheDir.resolve("case_00000.components");
         byte[] bytes = Files.readAllBytes(entry);
         bytes[bytes.length - 12] ^= 0x40; // a payload byte: the checksum no longer matches
@@ -166,6 +160,15 @@ class CaseCacheTest {
                 .hasMessageContaining("intensity NaN");
         assertThat(CaseCache.disabled().check(writeCase("case_00001"), null).shape())
                 .isEqualTo(SHAPE);
+    }
+
+    /** case_00000, written, with its foreground components remembered in the cache. */
+    private CaseFiles rememberedCase() throws Exception {
+        CaseFiles c = writeCase("case_00000");
+        CaseCache.at(cacheDir)
+                .memo(c, new CaseCache.Counters())
+                .rememberForegroundComponents(COMPONENTS);
+        return c;
     }
 
     private CaseFiles writeCase(String name) throws Exception {

@@ -1,0 +1,62 @@
+package io.minato.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.minato.loader.SampleRecipe;
+import io.minato.spi.Workload;
+import io.minato.trainer.AcceleratorFactory;
+import io.minato.trainer.TrainerSink;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
+import org.apache.flink.test.junit5.MiniClusterExtension;
+
+/**
+ * What the tests that run the job on a shared MiniCluster use: the cluster, the trainer sink
+ * writing into the run's folder, and the check that a run trained no sample twice.
+ */
+final class MiniClusterJobs {
+    private MiniClusterJobs() {}
+
+    /** A MiniCluster of {@code taskManagers} TaskManagers of {@code slots} slots each. */
+    static MiniClusterExtension cluster(int taskManagers, int slots, Configuration configuration) {
+        return new MiniClusterExtension(
+                new MiniClusterResourceConfiguration.Builder()
+                        .setNumberTaskManagers(taskManagers)
+                        .setNumberSlotsPerTaskManager(slots)
+                        .setConfiguration(configuration)
+                        .build());
+    }
+
+    /**
+     * Trainers on {@code accelerator} preparing {@code workload}'s samples again where needed,
+     * their outputs and traces in {@code run}.
+     */
+    static TrainerSink sink(AcceleratorFactory accelerator, Path run, Workload<?> workload) {
+        return TrainerSink.builder()
+                .setAccelerator(accelerator)
+                .optOutputDir(run)
+                .optTraceDir(run)
+                .optRecipe(new SampleRecipe(workload))
+                .build();
+    }
+
+    /**
+     * The (epoch, index) pairs of a merged trace ({@link io.minato.trainer.TraceFiles#merge}), each
+     * checked to be there once: no sample was trained twice.
+     */
+    static Set<String> trainedOnce(Path trace) throws IOException {
+        List<String> lines = Files.readAllLines(trace);
+        Set<String> seen = new HashSet<>();
+        for (String line : lines.subList(1, lines.size())) {
+            String[] f = line.split(",");
+            assertThat(seen.add(f[0] + "," + f[1])).as("trained twice: %s", line).isTrue();
+        }
+        return seen;
+    }
+}
