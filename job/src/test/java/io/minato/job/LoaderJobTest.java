@@ -78,9 +78,11 @@ class LoaderJobTest {
     private static final int BATCH = 2;
     private static final long SEED = 11;
 
+    // Two TaskManagers: every test here also holds when Flink puts a producer and its receiver in
+    // different TaskManagers (samples then cross with their bytes), not only in one JVM's handoff.
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
-            MiniClusterJobs.cluster(1, 4, FlinkSetup.networkMemory(new Configuration(), 64));
+            MiniClusterJobs.cluster(2, 2, FlinkSetup.networkMemory(new Configuration(), 64));
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();

@@ -39,6 +39,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class RealTrainingRecoveryTest {
     @RegisterExtension
+    // One TaskManager: cpu:2's data-parallel replicas average gradients in one JVM, so their
+    // trainers must share a TaskManager, which Flink does not promise on two (docs/cluster.md).
     static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(1, 3, new Configuration());
 
     private static final Duration CHECKPOINT_INTERVAL = Duration.ofMillis(100);
