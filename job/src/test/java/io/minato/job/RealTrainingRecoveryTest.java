@@ -39,9 +39,10 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class RealTrainingRecoveryTest {
     @RegisterExtension
-    // One TaskManager: cpu:2's data-parallel replicas average gradients in one JVM, so their
-    // trainers must share a TaskManager, which Flink does not promise on two (docs/cluster.md).
-    static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(1, 3, new Configuration());
+    // Two TaskManagers of one slot, and a job two slots wide: subtask i of every operator shares
+    // slot i, so cpu:2's two trainers run in different TaskManagers and average their gradients
+    // over the replica link.
+    static final MiniClusterExtension CLUSTER = MiniClusterJobs.cluster(2, 1, new Configuration());
 
     private static final Duration CHECKPOINT_INTERVAL = Duration.ofMillis(100);
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();

@@ -23,6 +23,75 @@ class SessionClusterIT {
     @Test
     void shouldTrainEverySampleOnceOnTwoTaskManagersWhenSubmittedWithFlinkRun(@TempDir Path tmp)
             throws Exception {
+        Map<String, Object> json =
+                trainOnCluster(
+                        tmp,
+                        2,
+                        ClusterProcesses.TWO_SLOTS,
+                        "--devices",
+                        "cpu:1",
+                        "--workers",
+                        "2",
+                        "--accelerator",
+                        "simulated:10");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> workers = (Map<String, Object>) json.get("workers");
+        assertThat(((Number) workers.get("sent_as_bytes")).longValue())
+                .as("samples that crossed to the trainer's TaskManager as bytes")
+                .isPositive();
+        // Both TaskManagers in the report, each with its own CPU: the whole job, not the client's
+        // JVM.
+        List<Map<String, Object>> taskManagers = taskManagers(json);
+        assertThat(taskManagers)
+                .extracting(tm -> tm.get("id"))
+                .containsExactlyInAnyOrder("tm-1", "tm-2");
+        assertThat(taskManagers)
+                .allSatisfy(
+                        tm ->
+                                assertThat(((Number) tm.get("process_cpu_s")).doubleValue())
+                                        .isPositive());
+        assertThat(taskManagers.stream().mapToInt(tm -> ((Number) tm.get("trainers")).intValue()))
+                .as("trainers per TaskManager")
+                .containsExactlyInAnyOrder(0, 1);
+    }
+
+    /**
+     * Two devices in synchronous data parallelism whose trainers Flink puts in two TaskManagers
+     * (three TaskManagers of one slot: one preparing, one trainer in each of the others): their
+     * replica group spans two JVMs, and they train as one model.
+     */
+    @Test
+    void shouldTrainOneModelWithTheTwoDevicesReplicasInDifferentTaskManagers(@TempDir Path tmp)
+            throws Exception {
+        Map<String, Object> json =
+                trainOnCluster(
+                        tmp,
+                        3,
+                        List.of("-D", "taskmanager.numberOfTaskSlots=1"),
+                        "--devices",
+                        "cpu:2",
+                        "--workers",
+                        "1",
+                        "--slow-workers",
+                        "1",
+                        "--width",
+                        "0.125");
+        List<Map<String, Object>> taskManagers = taskManagers(json);
+        assertThat(taskManagers.stream().mapToInt(tm -> ((Number) tm.get("trainers")).intValue()))
+                .as("trainers per TaskManager")
+                .containsExactlyInAnyOrder(0, 1, 1);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> loss = (Map<String, Object>) json.get("loss");
+        assertThat(((Number) loss.get("last")).doubleValue()).isFinite();
+    }
+
+    /**
+     * Starts a JobManager and {@code taskManagers} TaskManagers with {@code slots}, submits {@code
+     * train} on the generated data for 2 epochs with {@code flink run}, checks that every (epoch,
+     * index) was trained once, and gives the report.
+     */
+    private static Map<String, Object> trainOnCluster(
+            Path tmp, int taskManagers, List<String> slots, String... train) throws Exception {
         Path jar = ClusterProcesses.jobJar();
         Path data = ClusterProcesses.generatedData(tmp);
         int rest = FlinkSetup.freePort();
@@ -42,7 +111,7 @@ class SessionClusterIT {
         Process jm = ClusterProcesses.start(jobManager, tmp.resolve("jm.out"), Map.of());
         List<Process> tms = new ArrayList<>();
         try {
-            for (int k = 1; k <= 2; k++) {
+            for (int k = 1; k <= taskManagers; k++) {
                 tms.add(
                         ClusterProcesses.start(
                                 ClusterProcesses.taskManager(
@@ -51,7 +120,7 @@ class SessionClusterIT {
                                         resources,
                                         k,
                                         ports,
-                                        ClusterProcesses.TWO_SLOTS),
+                                        slots),
                                 tmp.resolve("tm-" + k + ".out"),
                                 Map.of()));
             }
@@ -59,22 +128,16 @@ class SessionClusterIT {
             Path report = tmp.resolve("report.json");
             Path trace = tmp.resolve("trace.csv");
             List<String> args = new ArrayList<>(List.of("run", jar.toString()));
-            args.addAll(
-                    ClusterProcesses.trainGenerated(
-                            data,
-                            2,
-                            "--devices",
-                            "cpu:1",
-                            "--workers",
-                            "2",
-                            "--accelerator",
-                            "simulated:10",
+            List<String> options = new ArrayList<>(List.of(train));
+            options.addAll(
+                    List.of(
                             "--report",
                             report.toString(),
                             "--trace",
                             trace.toString(),
                             "--run-dir",
                             run.toString()));
+            args.addAll(ClusterProcesses.trainGenerated(data, 2, options.toArray(String[]::new)));
             String log =
                     ClusterProcesses.runToEnd(
                             ClusterProcesses.flinkCommand(
@@ -85,34 +148,16 @@ class SessionClusterIT {
             // 4 training cases x 2 epochs: every (epoch, index) once.
             assertThat(report).content().contains("\"delivered\": 8");
             assertThat(MiniClusterJobs.trainedOnce(trace)).hasSize(8);
-
             @SuppressWarnings("unchecked")
             Map<String, Object> json = (Map<String, Object>) Json.parse(Files.readString(report));
-            @SuppressWarnings("unchecked")
-            Map<String, Object> workers = (Map<String, Object>) json.get("workers");
-            assertThat(((Number) workers.get("sent_as_bytes")).longValue())
-                    .as("samples that crossed to the trainer's TaskManager as bytes")
-                    .isPositive();
-            // Both TaskManagers in the report, each with its own CPU: the whole job, not the
-            // client's JVM.
-            @SuppressWarnings("unchecked")
-            List<Map<String, Object>> taskManagers =
-                    (List<Map<String, Object>>) json.get("task_managers");
-            assertThat(taskManagers)
-                    .extracting(tm -> tm.get("id"))
-                    .containsExactlyInAnyOrder("tm-1", "tm-2");
-            assertThat(taskManagers)
-                    .allSatisfy(
-                            tm ->
-                                    assertThat(((Number) tm.get("process_cpu_s")).doubleValue())
-                                            .isPositive());
-            assertThat(
-                            taskManagers.stream()
-                                    .mapToInt(tm -> ((Number) tm.get("trainers")).intValue())
-                                    .sum())
-                    .isEqualTo(1);
+            return json;
         } finally {
             ClusterProcesses.stop(jm, tms);
         }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Map<String, Object>> taskManagers(Map<String, Object> report) {
+        return (List<Map<String, Object>>) report.get("task_managers");
     }
 }

@@ -3,6 +3,7 @@ package io.minato.trainer;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -23,9 +24,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * the checkpoint is at the same global step. A replica waiting in the all-reduce of a held step has
  * not touched its parameters and counts as being at a step boundary.
  *
- * <p>Replicas find each other in a static registry by group id (the job and its attempt), so they
- * must run in the same TaskManager JVM; one that waits for the others longer than the join timeout
- * fails with a message saying so.
+ * <p>The group lives in replica 0's TaskManager. Replicas in that TaskManager find it by its id
+ * (the job, its attempt and the TaskManager); replicas in other TaskManagers reach it through a
+ * {@link ReplicaLink}, as a {@link RemoteMember} that makes the same calls over TCP ({@link
+ * Replicas} says which). A replica that waits for the others longer than the join timeout fails
+ * with a message saying so.
  */
 public final class ReplicaGroup {
 
@@ -60,6 +63,13 @@ public final class ReplicaGroup {
     private int initialCount;
     private long cutCheckpoint = -1; // -1: no cut held
     private final boolean[] cutTaken;
+    // Told whenever a cut starts or ends to hold the group (the links to other TaskManagers).
+    private final CopyOnWriteArrayList<CutWatcher> cutWatchers = new CopyOnWriteArrayList<>();
+
+    /** Told, under the group's lock, whether a cut holds the group now; must not block. */
+    interface CutWatcher {
+        void cutPending(boolean pending);
+    }
 
     private ReplicaGroup(String id, int size, Duration joinTimeout) {
         this.id = id;
@@ -76,14 +86,14 @@ public final class ReplicaGroup {
     }
 
     /**
-     * Joins replica {@code replica} of {@code size} to the group {@code id}, creating it for the
-     * first one.
+     * Joins replica {@code replica} of {@code size} to the group {@code id} in this JVM, creating
+     * it for the first one.
      */
     public static Member join(String id, int size, int replica) {
         return join(id, size, replica, JOIN_TIMEOUT);
     }
 
-    static Member join(String id, int size, int replica, Duration joinTimeout) {
+    static LocalMember join(String id, int size, int replica, Duration joinTimeout) {
         if (size < 1 || replica < 0 || replica >= size) {
             throw new IllegalArgumentException(
                     "replica " + replica + " of " + size + " in group " + id);
@@ -95,7 +105,7 @@ public final class ReplicaGroup {
                     "group " + id + " has " + group.size + " replicas, not " + size);
         }
         group.register(replica);
-        return group.new Member(replica);
+        return group.new LocalMember(replica);
     }
 
     private void register(int replica) {
@@ -113,21 +123,15 @@ public final class ReplicaGroup {
         }
     }
 
-    /** One replica's handle on the group. */
-    public final class Member {
-        private final int replica;
+    /**
+     * One replica's handle on its group: the calls of one global step and of a checkpoint cut. The
+     * group's own ({@link LocalMember}) or one reaching it from another TaskManager ({@link
+     * RemoteMember}).
+     */
+    public interface Member {
+        int replica();
 
-        private Member(int replica) {
-            this.replica = replica;
-        }
-
-        public int replica() {
-            return replica;
-        }
-
-        public int size() {
-            return size;
-        }
+        int size();
 
         /**
          * The training state every replica starts from: replica 0 gives its own (fresh or restored)
@@ -135,6 +139,71 @@ public final class ReplicaGroup {
          * was initialised. Every replica gives its step: replicas restored from different steps (a
          * checkpoint cut that failed) stop the run instead of training on.
          */
+        byte[] initialState(byte[] mine, long step) throws InterruptedException;
+
+        /** The step the group starts from: that of the initial state. */
+        long startStep();
+
+        /**
+         * Posts this replica's gradient for global step {@code step} (1-based) and waits for the
+         * sample-weighted average of all replicas' gradients.
+         *
+         * @param gradient the gradient of this replica's mean loss; null with {@code samples} 0
+         * @return the averaged gradient, or null when no replica had a sample: training is over
+         */
+        float[] allReduce(long step, float[] gradient, int samples) throws InterruptedException;
+
+        /**
+         * Whether this replica waits in the all-reduce of a step the group has not completed: its
+         * parameters are those of the last completed step, so a snapshot may read them.
+         */
+        boolean parked();
+
+        /**
+         * Holds the group at its current step for checkpoint {@code checkpointId} until every
+         * replica still training has snapshotted it. A later checkpoint replaces an earlier one
+         * that some replica never snapshotted (aborted); an older one changes nothing.
+         */
+        void cut(long checkpointId);
+
+        /** Whether a cut holds the group: writers then accept batches beyond their queue. */
+        boolean cutPending();
+
+        /** This replica's snapshot of {@code checkpointId} is taken; may release the cut. */
+        void snapshotted(long checkpointId);
+
+        /**
+         * This replica's input has ended: it takes no more snapshots (its task waits for the end of
+         * training) and posts only empty steps from now on.
+         */
+        void end();
+
+        /** Wakes every replica with {@code cause}: a replica failed, the job is cancelled. */
+        void abort(Throwable cause);
+
+        /** Leaves the group; the last to leave removes it from the registry. */
+        void leave();
+    }
+
+    /** One replica's handle on the group in this JVM. */
+    final class LocalMember implements Member {
+        private final int replica;
+
+        private LocalMember(int replica) {
+            this.replica = replica;
+        }
+
+        @Override
+        public int replica() {
+            return replica;
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+
+        @Override
         public byte[] initialState(byte[] mine, long step) throws InterruptedException {
             lock.lockInterruptibly();
             try {
@@ -167,7 +236,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /** The step the group starts from: that of the initial state. */
+        @Override
         public long startStep() {
             lock.lock();
             try {
@@ -177,13 +246,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /**
-         * Posts this replica's gradient for global step {@code step} (1-based) and waits for the
-         * sample-weighted average of all replicas' gradients.
-         *
-         * @param gradient the gradient of this replica's mean loss; null with {@code samples} 0
-         * @return the averaged gradient, or null when no replica had a sample: training is over
-         */
+        @Override
         public float[] allReduce(long step, float[] gradient, int samples)
                 throws InterruptedException {
             if ((gradient == null) != (samples == 0)) {
@@ -242,10 +305,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /**
-         * Whether this replica waits in the all-reduce of a step the group has not completed: its
-         * parameters are those of the last completed step, so a snapshot may read them.
-         */
+        @Override
         public boolean parked() {
             lock.lock();
             try {
@@ -255,11 +315,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /**
-         * Holds the group at its current step for checkpoint {@code checkpointId} until every
-         * replica still training has snapshotted it. A later checkpoint replaces an earlier one
-         * that some replica never snapshotted (aborted); an older one changes nothing.
-         */
+        @Override
         public void cut(long checkpointId) {
             lock.lock();
             try {
@@ -267,15 +323,19 @@ public final class ReplicaGroup {
                     return;
                 }
                 if (checkpointId > cutCheckpoint) {
+                    boolean started = cutCheckpoint < 0;
                     cutCheckpoint = checkpointId;
                     Arrays.fill(cutTaken, false);
+                    if (started) {
+                        tellCutWatchers(true);
+                    }
                 }
             } finally {
                 lock.unlock();
             }
         }
 
-        /** Whether a cut holds the group: writers then accept batches beyond their queue. */
+        @Override
         public boolean cutPending() {
             lock.lock();
             try {
@@ -285,7 +345,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /** This replica's snapshot of {@code checkpointId} is taken; may release the cut. */
+        @Override
         public void snapshotted(long checkpointId) {
             lock.lock();
             try {
@@ -298,10 +358,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /**
-         * This replica's input has ended: it takes no more snapshots (its task waits for the end of
-         * training) and posts only empty steps from now on.
-         */
+        @Override
         public void end() {
             lock.lock();
             try {
@@ -312,7 +369,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /** Wakes every replica with {@code cause}: a replica failed, the job is cancelled. */
+        @Override
         public void abort(Throwable cause) {
             lock.lock();
             try {
@@ -325,7 +382,7 @@ public final class ReplicaGroup {
             }
         }
 
-        /** Leaves the group; the last to leave removes it from the registry. */
+        @Override
         public void leave() {
             lock.lock();
             try {
@@ -343,6 +400,46 @@ public final class ReplicaGroup {
                 lock.unlock();
             }
         }
+
+        /**
+         * {@link #cut} and the global steps completed when the cut took hold, in one: a step
+         * completed by then is one a replica elsewhere may still be applying; none completes after
+         * until the cut is released.
+         */
+        long cutAt(long checkpointId) {
+            lock.lock();
+            try {
+                cut(checkpointId);
+                return published;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Whether training is over: every replica posted an empty step. */
+        boolean over() {
+            lock.lock();
+            try {
+                return done;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Tells {@code watcher} now and whenever a cut starts or stops holding the group. */
+        void watchCuts(CutWatcher watcher) {
+            lock.lock();
+            try {
+                cutWatchers.add(watcher);
+                watcher.cutPending(cutCheckpoint >= 0);
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        void unwatchCuts(CutWatcher watcher) {
+            cutWatchers.remove(watcher);
+        }
     }
 
     private void releaseCutIfTaken() {
@@ -355,8 +452,15 @@ public final class ReplicaGroup {
             }
         }
         cutCheckpoint = -1;
+        tellCutWatchers(false);
         tryPublish();
         changed.signalAll();
+    }
+
+    private void tellCutWatchers(boolean pending) {
+        for (CutWatcher w : cutWatchers) {
+            w.cutPending(pending);
+        }
     }
 
     /** Completes the step when every replica posted and no cut holds the group. */
@@ -420,8 +524,8 @@ public final class ReplicaGroup {
                                 + size
                                 + " trainer replicas joined within "
                                 + joinTimeout.toMillis() / 1000.0
-                                + " s: synchronous data parallelism needs every trainer subtask in"
-                                + " one TaskManager (taskmanager.numberOfTaskSlots >= devices)");
+                                + " s: a trainer subtask did not start or could not reach replica 0's"
+                                + " TaskManager");
             }
             changed.await(left, TimeUnit.NANOSECONDS);
         }

@@ -12,7 +12,9 @@ import io.minato.sample.Batch;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.trainer.gpu.FlinkGpus;
+import java.net.InetAddress;
 import java.net.URI;
+import java.net.UnknownHostException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,11 +27,13 @@ import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerial
 import org.apache.flink.core.io.SimpleVersionedSerialization;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.checkpoint.SavepointType;
+import org.apache.flink.runtime.execution.Environment;
 import org.apache.flink.runtime.operators.coordination.OperatorEventGateway;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
+import org.apache.flink.runtime.taskmanager.TaskManagerRuntimeInfo;
 import org.apache.flink.streaming.api.graph.StreamConfig;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
@@ -110,6 +114,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                         getMetricGroup(),
                         FlinkGpus.of(
                                 getRuntimeContext().getExternalResourceInfos(FlinkGpus.RESOURCE)),
+                        replicas(),
                         mine);
         if (sink.skipBadSamples()) {
             Quarantine q = Quarantine.of(context);
@@ -132,6 +137,30 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                         }
                     });
         }
+    }
+
+    /**
+     * How this trainer meets the other devices' replicas: through its coordinator, at this
+     * TaskManager's address; all in this JVM in an operator harness, which has no coordinator.
+     */
+    private Replicas replicas() throws UnknownHostException {
+        if (coordinator == null) {
+            return Replicas.inJvm();
+        }
+        Environment env = getContainingTask().getEnvironment();
+        TaskManagerRuntimeInfo tm = env.getTaskManagerInfo();
+        String host = tm.getTaskManagerExternalAddress();
+        if (host == null || host.isBlank()) {
+            // A MiniCluster's TaskManagers name no address: they are all on this host.
+            host = InetAddress.getLoopbackAddress().getHostAddress();
+        }
+        String bind = tm.getTaskManagerBindAddress();
+        return new Replicas(
+                TrainerRendezvous.through(
+                        env.getOperatorCoordinatorEventGateway(), getOperatorID()),
+                SampleHandoff.taskManagerOf(getMetricGroup()),
+                host,
+                InetAddress.getByName(bind != null ? bind : host));
     }
 
     @Override

@@ -2,7 +2,6 @@ package io.minato.trainer;
 
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
-import io.minato.loader.pacing.QueueCoordinator;
 import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
 import io.minato.trainer.gpu.FlinkGpus;
@@ -109,7 +108,7 @@ public final class TrainerSink implements Serializable {
                 Types.VOID,
                 WithCoordinator.of(
                         new TrainerOperator(this),
-                        (name, id) -> new QueueCoordinator.Provider(id)));
+                        (name, id) -> new TrainerCoordinator.Provider(id)));
     }
 
     /**
@@ -135,13 +134,15 @@ public final class TrainerSink implements Serializable {
     /**
      * The trainer of subtask {@code task}: its accelerator on the device it is given ({@code gpus}:
      * what Flink's external resource framework gave this TaskManager), restored from {@code
-     * restored} (null: a fresh start).
+     * restored} (null: a fresh start), meeting the other devices' replicas through {@code
+     * replicas}.
      */
     TrainerSinkWriter createWriter(
             TaskInfo task,
             JobInfo job,
             MetricGroup metrics,
             FlinkGpus gpus,
+            Replicas replicas,
             TrainerWriterState restored)
             throws IOException {
         int device = task.getIndexOfThisSubtask();
@@ -159,6 +160,7 @@ public final class TrainerSink implements Serializable {
                             device,
                             task.getNumberOfParallelSubtasks(),
                             group,
+                            replicas,
                             queueDepth,
                             acc,
                             recipe,

@@ -50,6 +50,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private final int device;
     private final int devices;
     private final String groupId;
+    private final Replicas replicas;
     private TrainerSink.RunEnd runEnd; // null: nothing to do at the run's end
     private volatile boolean endedNormally;
     private final int queueDepth;
@@ -92,6 +93,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 device,
                 1,
                 "solo-" + UUID.randomUUID(),
+                Replicas.inJvm(),
                 queueDepth,
                 accelerator,
                 null,
@@ -103,12 +105,14 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     /**
      * @param devices how many devices' replicas train together
-     * @param groupId the same for every replica of one run (attempt) in this JVM
+     * @param groupId the same for every replica of one run (attempt)
+     * @param replicas how this device finds the others, wherever they run
      */
     TrainerSinkWriter(
             int device,
             int devices,
             String groupId,
+            Replicas replicas,
             int queueDepth,
             Accelerator accelerator,
             SampleRecipe recipe,
@@ -123,6 +127,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         this.device = device;
         this.devices = devices;
         this.groupId = groupId;
+        this.replicas = replicas;
         this.queueDepth = queueDepth;
         this.accelerator = accelerator;
         this.outputDir = outputDir;
@@ -158,7 +163,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         this.preparedAgain = new SamplesPreparedAgain(device, recipe, this.metrics);
 
         if (accelerator.replicated()) {
-            member = ReplicaGroup.join(groupId, devices, device);
+            member = replicas.join(groupId, devices, device);
             accelerator.replicate(member);
         } else {
             member = null;
@@ -240,7 +245,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         }
     }
 
-    /** Runs {@code end} once per run attempt, when its last device closes ({@link RunEndLatch}). */
+    /** Runs {@code end} once per run attempt, when its last device closes. */
     void onRunEnd(TrainerSink.RunEnd end) {
         this.runEnd = end;
     }
@@ -304,8 +309,8 @@ public final class TrainerSinkWriter implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        if (member != null) {
-            member.leave(); // wakes replicas waiting for this one, unless training ended
+        if (member != null && !endedNormally) {
+            member.leave(); // wakes replicas waiting for this one
         }
         worker.interrupt();
         try {
@@ -325,15 +330,31 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 accelerator.close();
             }
         } finally {
+            if (member != null && endedNormally) {
+                // After this device's summary is written: replica 0's link closes once every
+                // replica has left.
+                member.leave();
+            }
             endRunIfLast();
         }
     }
 
+    /**
+     * Runs the run's end in the last device to close after its last step, in whichever TaskManager:
+     * then every summary is written, and every upstream operator has closed too (a task closes
+     * after all its inputs ended, and they end when the tasks feeding them closed).
+     */
     private void endRunIfLast() {
         if (runEnd == null || !endedNormally || outputDir == null) {
             return;
         }
-        RunEndLatch.closedAfterLastStep(groupId, devices, device, runEnd, outputDir);
+        try {
+            if (replicas.ended(groupId, devices)) {
+                runEnd.ended(outputDir);
+            }
+        } catch (Exception e) {
+            LOG.error("device {}: the run ended, but what follows its end failed", device, e);
+        }
     }
 
     /** What this device has done so far. */

@@ -3,15 +3,59 @@ package io.minato.trainer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class ReplicaGroupTest {
+    private static final String THIS_TM = "this TaskManager";
+    private static final String ANOTHER_TM = "another TaskManager";
+
+    private final List<ReplicaGroup.Member> joined = new ArrayList<>();
+
+    /** Replica 0 and replica 1 of a new group; replica 1 over TCP when in another TaskManager. */
+    private record Pair(ReplicaGroup.Member a, ReplicaGroup.Member b, String localId) {}
+
+    private Pair pair(String where) throws IOException {
+        String id = id();
+        Replicas here = replicas("tm-a");
+        Replicas there = where.equals(THIS_TM) ? here : replicas("tm-b");
+        ReplicaGroup.Member a = here.join(id, 2, 0);
+        joined.add(a);
+        ReplicaGroup.Member b = there.join(id, 2, 1);
+        joined.add(b);
+        assertThat(b instanceof RemoteMember).isEqualTo(where.equals(ANOTHER_TM));
+        return new Pair(a, b, id + "@tm-a");
+    }
+
+    private static Replicas replicas(String taskManager) {
+        InetAddress loopback = InetAddress.getLoopbackAddress();
+        return new Replicas(
+                TrainerRendezvous.inJvm(), taskManager, loopback.getHostAddress(), loopback);
+    }
+
+    /** Replica 0 last: after training its link waits for the others' goodbyes. */
+    @AfterEach
+    void leaveAll() {
+        for (int i = joined.size() - 1; i >= 0; i--) {
+            joined.get(i).leave();
+        }
+    }
 
     private static String id() {
         return "test-" + UUID.randomUUID();
@@ -46,24 +90,28 @@ class ReplicaGroupTest {
         CompletableFuture.allOf(all).get(10, TimeUnit.SECONDS);
     }
 
-    @Test
-    void shouldAverageGradientsWeightedBySamplesLikeOneConcatenatedBatch() throws Exception {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldAverageGradientsWeightedBySamplesLikeOneConcatenatedBatch(String where)
+            throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         start(a, b);
         // Mean-loss gradients of a 2-sample and a 1-sample batch: the 3-sample mean is (2ga+gb)/3.
         var fa = post(a, 1, new float[] {3f, 0f}, 2);
         var fb = post(b, 1, new float[] {0f, 3f}, 1);
         assertThat(fa.get(10, TimeUnit.SECONDS)).containsExactly(2f, 1f);
-        assertThat(fb.get(10, TimeUnit.SECONDS)).isSameAs(fa.get());
+        assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(2f, 1f);
     }
 
-    @Test
-    void shouldLetAReplicaOutOfDataApplyTheOthersUpdateAndEndWhenNobodyHasData() throws Exception {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldLetAReplicaOutOfDataApplyTheOthersUpdateAndEndWhenNobodyHasData(String where)
+            throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         start(a, b);
         var fa = post(a, 1, new float[] {4f}, 2);
         var fb = post(b, 1, null, 0);
@@ -76,11 +124,12 @@ class ReplicaGroupTest {
         assertThat(eb.get(10, TimeUnit.SECONDS)).isNull();
     }
 
-    @Test
-    void shouldGiveEveryReplicaTheFirstReplicasInitialStateAndStep() throws Exception {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldGiveEveryReplicaTheFirstReplicasInitialStateAndStep(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         var fb = CompletableFuture.supplyAsync(() -> initial(b, new byte[] {9}, 41));
         assertThat(initial(a, new byte[] {1, 2}, 41)).containsExactly(1, 2);
         assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(1, 2);
@@ -90,11 +139,12 @@ class ReplicaGroupTest {
                 .hasMessageContaining("device 1 is at step 6 but its replicas at step 41");
     }
 
-    @Test
-    void shouldStopReplicasRestoredFromDifferentSteps() {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldStopReplicasRestoredFromDifferentSteps(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         var fb = CompletableFuture.supplyAsync(() -> initial(b, new byte[] {9}, 40));
         assertThatThrownBy(() -> a.initialState(new byte[] {1}, 41))
                 .hasMessageContaining("replicas restored from different steps: [41, 40]");
@@ -102,14 +152,16 @@ class ReplicaGroupTest {
                 .hasMessageContaining("replicas restored from different steps: [41, 40]");
     }
 
-    @Test
-    void shouldHoldTheStepWhileACheckpointCutWaitsForEveryReplicasSnapshot() throws Exception {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldHoldTheStepWhileACheckpointCutWaitsForEveryReplicasSnapshot(String where)
+            throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         start(a, b);
         a.cut(5);
-        assertThat(b.cutPending()).isTrue();
+        await(b::cutPending); // told over the link when elsewhere
         a.snapshotted(5);
         var fa = post(a, 1, new float[] {1f}, 1);
         var fb = post(b, 1, new float[] {3f}, 1);
@@ -127,11 +179,12 @@ class ReplicaGroupTest {
         assertThat(a.cutPending()).isFalse();
     }
 
-    @Test
-    void shouldNotWaitForTheSnapshotOfAReplicaWhoseInputEnded() throws Exception {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldNotWaitForTheSnapshotOfAReplicaWhoseInputEnded(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         start(a, b);
         b.end();
         a.cut(1);
@@ -142,11 +195,12 @@ class ReplicaGroupTest {
         assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(1f);
     }
 
-    @Test
-    void shouldWakeWaitingReplicasWhenOneLeavesBeforeTheEnd() throws Exception {
-        String id = id();
-        ReplicaGroup.Member a = ReplicaGroup.join(id, 2, 0);
-        ReplicaGroup.Member b = ReplicaGroup.join(id, 2, 1);
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldWakeWaitingReplicasWhenOneLeavesBeforeTheEnd(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
         start(a, b);
         var fa = post(a, 1, new float[] {1f}, 1);
         await(a::parked);
@@ -156,18 +210,72 @@ class ReplicaGroupTest {
                 .hasMessageContaining("device 1 stopped before training ended");
         a.leave();
         // Both left: the id is free for a new group.
-        ReplicaGroup.join(id, 1, 0).leave();
+        ReplicaGroup.join(p.localId(), 1, 0).leave();
     }
 
     @Test
-    void shouldFailInOneLineWhenTheOtherReplicasNeverJoinThisJvm() {
+    void shouldFailInOneLineWhenTheOtherReplicasNeverJoin() {
         ReplicaGroup.Member a = ReplicaGroup.join(id(), 2, 0, Duration.ofMillis(100));
         assertThatThrownBy(() -> a.allReduce(1, new float[] {1f}, 1))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage(
-                        "only 1 of 2 trainer replicas joined within 0.1 s: synchronous data"
-                                + " parallelism needs every trainer subtask in one TaskManager"
-                                + " (taskmanager.numberOfTaskSlots >= devices)");
+                        "only 1 of 2 trainer replicas joined within 0.1 s: a trainer subtask did"
+                                + " not start or could not reach replica 0's TaskManager");
+    }
+
+    @Test
+    void shouldAbortTheGroupAtOnceWhenAReplicasTaskManagerIsLost() throws Exception {
+        String id = id();
+        Replicas here = replicas("tm-a");
+        ReplicaGroup.Member a = here.join(id, 2, 0);
+        joined.add(a);
+        TrainerRendezvous.Root root = TrainerRendezvous.inJvm().find(id, Duration.ofSeconds(10));
+        // Replica 1's TaskManager says hello, then dies (kill -9: its socket closes, no goodbye).
+        try (Socket lost = new Socket(InetAddress.getLoopbackAddress(), root.port());
+                DataOutputStream out = new DataOutputStream(lost.getOutputStream())) {
+            out.writeByte(ReplicaWire.HELLO);
+            out.writeUTF(id);
+            out.writeInt(2);
+            out.writeInt(1);
+            out.flush();
+        }
+        assertThatThrownBy(() -> a.allReduce(1, new float[] {1f}, 1))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("lost the trainer of device 1 in another TaskManager");
+    }
+
+    @Test
+    void shouldFailAReplicaAtOnceWhenReplicaZerosTaskManagerIsLost() throws Exception {
+        String id = id();
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            TrainerRendezvous.inJvm()
+                    .announce(
+                            id,
+                            new TrainerRendezvous.Root("tm-a", "127.0.0.1", server.getLocalPort()));
+            ReplicaGroup.Member b = replicas("tm-b").join(id, 2, 1);
+            joined.add(b);
+            try (Socket s = server.accept();
+                    DataInputStream in = new DataInputStream(s.getInputStream())) {
+                assertThat(in.readUnsignedByte()).isEqualTo(ReplicaWire.HELLO);
+            } // replica 0's TaskManager dies here
+            assertThatThrownBy(() -> b.initialState(new byte[] {1}, 0))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("lost the connection to the trainers' replica group");
+        }
+    }
+
+    @Test
+    void shouldRefuseAConnectionForAnotherGroupWithoutJoiningIt() throws Exception {
+        String id = id();
+        ReplicaGroup.Member a = replicas("tm-a").join(id, 2, 0);
+        joined.add(a);
+        TrainerRendezvous.Root root = TrainerRendezvous.inJvm().find(id, Duration.ofSeconds(10));
+        ReplicaGroup.Member stranger =
+                RemoteMember.connect(
+                        new java.net.InetSocketAddress("127.0.0.1", root.port()), "other", 2, 1);
+        joined.add(stranger);
+        assertThatThrownBy(() -> stranger.initialState(new byte[] {1}, 0))
+                .hasMessageContaining("came to the link of group " + id);
     }
 
     @Test

@@ -18,6 +18,7 @@ import io.minato.trainer.gpu.FakeGpuMonitor;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,6 +36,8 @@ import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Drives the trainer sink's writer directly, as the sink operator's task thread would. */
 class TrainerSinkWriterTest {
@@ -101,14 +104,17 @@ class TrainerSinkWriterTest {
      * A replica waiting in the all-reduce for another device must not hold the upstream back: the
      * other device's batches may sit behind this device's samples in the shared operators.
      */
-    @Test
-    void shouldTakeBatchesBeyondTheQueueWhileTheStepWaitsForOtherReplicas() throws Exception {
+    @ParameterizedTest(name = "the other replica in {0}")
+    @ValueSource(strings = {"this TaskManager", "another TaskManager"})
+    void shouldTakeBatchesBeyondTheQueueWhileTheStepWaitsForOtherReplicas(String where)
+            throws Exception {
         String group = "writer-" + UUID.randomUUID();
         TrainerSinkWriter w =
                 new TrainerSinkWriter(
                         0,
                         2,
                         group,
+                        Replicas.inJvm(),
                         2,
                         new Lockstep(),
                         null,
@@ -117,7 +123,17 @@ class TrainerSinkWriterTest {
                         new UnregisteredMetricsGroup(),
                         null);
         writers.add(w);
-        ReplicaGroup.Member other = ReplicaGroup.join(group, 2, 1);
+        // Elsewhere: a replica of another TaskManager's id, which reaches the group over TCP.
+        Replicas others =
+                where.startsWith("this")
+                        ? Replicas.inJvm()
+                        : new Replicas(
+                                TrainerRendezvous.inJvm(),
+                                "tm-elsewhere",
+                                "127.0.0.1",
+                                InetAddress.getLoopbackAddress());
+        ReplicaGroup.Member other = others.join(group, 2, 1);
+        assertThat(other instanceof RemoteMember).isEqualTo(where.startsWith("another"));
         Thread otherStart = new Thread(() -> initial(other));
         otherStart.start();
         assertTimeoutPreemptively(
