@@ -84,12 +84,13 @@ final class Replicas {
     }
 
     /**
-     * One of the {@code devices} devices of {@code group} closed after its last step.
+     * Device {@code device} of the {@code devices} devices of {@code group} closed after its last
+     * step.
      *
      * @return whether it was the last of them: the one to run the run's end
      */
-    boolean ended(String group, int devices) throws IOException {
-        return rendezvous.ended(group, devices);
+    boolean ended(String group, int device, int devices) throws IOException {
+        return rendezvous.ended(group, device, devices);
     }
 
     /** Replica 0: the group's own member, and the link it serves the others through. */

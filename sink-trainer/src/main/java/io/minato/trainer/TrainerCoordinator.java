@@ -23,9 +23,9 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
 
     private final OperatorCoordinator queues;
     private final Map<String, CompletableFuture<TrainerRendezvous.Root>> roots = bounded();
-    private final Map<String, Integer> ended = bounded();
+    private final Map<String, TrainerRendezvous.Endings> ended = bounded();
 
-    private TrainerCoordinator(OperatorCoordinator queues) {
+    TrainerCoordinator(OperatorCoordinator queues) {
         this.queues = queues;
     }
 
@@ -40,9 +40,10 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
             return root(f.group()).thenApply(TrainerRendezvous.Answers::of);
         }
         if (request instanceof TrainerRendezvous.Ended e) {
-            int n = ended.merge(e.group(), 1, Integer::sum);
-            return CompletableFuture.completedFuture(
-                    TrainerRendezvous.Answers.ended(n == e.devices()));
+            boolean last =
+                    ended.computeIfAbsent(e.group(), g -> new TrainerRendezvous.Endings())
+                            .ended(e.device(), e.devices());
+            return CompletableFuture.completedFuture(TrainerRendezvous.Answers.ended(last));
         }
         return CompletableFuture.failedFuture(
                 new IllegalArgumentException("not a trainers' request: " + request));

@@ -4,13 +4,14 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.Serializable;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.runtime.jobgraph.OperatorID;
@@ -38,11 +39,12 @@ interface TrainerRendezvous {
     Root find(String group, Duration timeout) throws IOException;
 
     /**
-     * One of the {@code devices} devices of {@code group} closed after its last step.
+     * Device {@code device} of the {@code devices} devices of {@code group} closed after its last
+     * step. Saying it again changes nothing (a request whose answer was lost is asked again).
      *
-     * @return whether it was the last of them
+     * @return whether it was the last of them to say so
      */
-    boolean ended(String group, int devices) throws IOException;
+    boolean ended(String group, int device, int devices) throws IOException;
 
     /** A rendezvous in this JVM only. */
     static TrainerRendezvous inJvm() {
@@ -59,7 +61,7 @@ interface TrainerRendezvous {
         private static final InJvm INSTANCE = new InJvm();
         private final ConcurrentHashMap<String, CompletableFuture<Root>> roots =
                 new ConcurrentHashMap<>();
-        private final ConcurrentHashMap<String, AtomicInteger> ended = new ConcurrentHashMap<>();
+        private final ConcurrentHashMap<String, Endings> ended = new ConcurrentHashMap<>();
 
         @Override
         public void announce(String group, Root root) {
@@ -81,14 +83,8 @@ interface TrainerRendezvous {
         }
 
         @Override
-        public boolean ended(String group, int devices) {
-            if (ended.computeIfAbsent(group, g -> new AtomicInteger()).incrementAndGet()
-                    < devices) {
-                return false;
-            }
-            ended.remove(group);
-            roots.remove(group);
-            return true;
+        public boolean ended(String group, int device, int devices) {
+            return ended.computeIfAbsent(group, g -> new Endings()).ended(device, devices);
         }
     }
 
@@ -96,6 +92,9 @@ interface TrainerRendezvous {
     final class AtCoordinator implements TrainerRendezvous {
         /** One RPC's wait; a longer wait for replica 0 asks again. */
         private static final Duration ASK = Duration.ofSeconds(5);
+
+        /** How long a device keeps saying it ended while the JobManager does not answer. */
+        private static final Duration ENDED_TIMEOUT = Duration.ofSeconds(30);
 
         private final TaskOperatorEventGateway gateway;
         private final OperatorID operator;
@@ -128,8 +127,19 @@ interface TrainerRendezvous {
         }
 
         @Override
-        public boolean ended(String group, int devices) throws IOException {
-            return Answers.last(ask(new Ended(group, devices), ASK));
+        public boolean ended(String group, int device, int devices) throws IOException {
+            long deadline = System.nanoTime() + ENDED_TIMEOUT.toNanos();
+            while (true) {
+                try {
+                    return Answers.last(ask(new Ended(group, device, devices), ASK));
+                } catch (IOException e) {
+                    // Asking again is safe: the coordinator counts each device once.
+                    if (!(e.getCause() instanceof TimeoutException)
+                            || System.nanoTime() > deadline) {
+                        throw e;
+                    }
+                }
+            }
         }
 
         private CoordinationResponse ask(CoordinationRequest request, Duration wait)
@@ -169,8 +179,25 @@ interface TrainerRendezvous {
     /** Where is group {@code group}? Answered once replica 0 said so. */
     record Find(String group) implements CoordinationRequest {}
 
-    /** A device of {@code group}'s {@code devices} closed after its last step. */
-    record Ended(String group, int devices) implements CoordinationRequest {}
+    /** Device {@code device} of {@code group}'s {@code devices} closed after its last step. */
+    record Ended(String group, int device, int devices) implements CoordinationRequest {}
+
+    /**
+     * The devices of one run attempt that closed after their last step; the one that completed the
+     * set is the last, however often each says so.
+     */
+    final class Endings {
+        private final Set<Integer> devices = new HashSet<>();
+        private int last = -1;
+
+        synchronized boolean ended(int device, int count) {
+            devices.add(device);
+            if (last < 0 && devices.size() == count) {
+                last = device;
+            }
+            return last == device;
+        }
+    }
 
     /**
      * The coordinator's answers. They cross from the JobManager to a TaskManager by Flink's RPC,

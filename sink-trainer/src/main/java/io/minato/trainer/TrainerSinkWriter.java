@@ -349,7 +349,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
             return;
         }
         try {
-            if (replicas.ended(groupId, devices)) {
+            if (replicas.ended(groupId, device, devices)) {
                 runEnd.ended(outputDir);
             }
         } catch (Exception e) {

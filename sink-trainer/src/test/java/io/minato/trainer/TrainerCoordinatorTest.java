@@ -1,0 +1,91 @@
+package io.minato.trainer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.util.concurrent.CompletableFuture;
+import org.apache.flink.runtime.operators.coordination.CoordinationResponse;
+import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
+import org.apache.flink.runtime.operators.coordination.OperatorEvent;
+import org.junit.jupiter.api.Test;
+
+class TrainerCoordinatorTest {
+    private final TrainerCoordinator coordinator = new TrainerCoordinator(new NoQueues());
+
+    @Test
+    void shouldAnswerWhereTheGroupIsOnceReplicaZeroSaidSoWhoeverAskedFirst() throws Exception {
+        CompletableFuture<CoordinationResponse> asked =
+                coordinator.handleCoordinationRequest(new TrainerRendezvous.Find("job/1"));
+        assertThat(asked).isNotDone();
+        TrainerRendezvous.Root root = new TrainerRendezvous.Root("tm-2", "host-b", 40123);
+        coordinator.handleCoordinationRequest(new TrainerRendezvous.Announce("job/1", root));
+        assertThat(TrainerRendezvous.Answers.root(viaRpc(asked.get()))).isEqualTo(root);
+        // A later attempt is another group.
+        assertThat(coordinator.handleCoordinationRequest(new TrainerRendezvous.Find("job/2")))
+                .isNotDone();
+    }
+
+    @Test
+    void shouldNameTheLastDeviceToEndOnceHoweverOftenEachSaysSo() throws Exception {
+        assertThat(ended(0)).isFalse();
+        assertThat(ended(0)).as("said again: its answer was lost").isFalse();
+        assertThat(ended(2)).isFalse();
+        assertThat(ended(1)).isTrue();
+        assertThat(ended(1)).isTrue();
+        assertThat(ended(2)).isFalse();
+    }
+
+    private boolean ended(int device) throws Exception {
+        return TrainerRendezvous.Answers.last(
+                viaRpc(
+                        coordinator
+                                .handleCoordinationRequest(
+                                        new TrainerRendezvous.Ended("job/1", device, 3))
+                                .get()));
+    }
+
+    /** As Flink's RPC carries an answer between JVMs: serialized with Java serialization. */
+    private static CoordinationResponse viaRpc(CoordinationResponse response) throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+            out.writeObject(response);
+        }
+        try (ObjectInputStream in =
+                new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+            return (CoordinationResponse) in.readObject();
+        }
+    }
+
+    /** The queue reports' coordinator, which these requests never reach. */
+    private static final class NoQueues implements OperatorCoordinator {
+        @Override
+        public void start() {}
+
+        @Override
+        public void close() {}
+
+        @Override
+        public void handleEventFromOperator(int subtask, int attempt, OperatorEvent event) {}
+
+        @Override
+        public void checkpointCoordinator(long checkpointId, CompletableFuture<byte[]> result) {}
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) {}
+
+        @Override
+        public void resetToCheckpoint(long checkpointId, byte[] checkpointData) {}
+
+        @Override
+        public void subtaskReset(int subtask, long checkpointId) {}
+
+        @Override
+        public void executionAttemptFailed(int subtask, int attempt, Throwable reason) {}
+
+        @Override
+        public void executionAttemptReady(int subtask, int attempt, SubtaskGateway gateway) {}
+    }
+}
