@@ -2,6 +2,9 @@ package io.minato.job;
 
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSplit;
+import io.minato.job.workload.JobWorkload;
+import io.minato.job.workload.Workloads;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.Dataset;
@@ -32,34 +35,17 @@ public final class DataOptions {
     /** Where the demo dataset is generated when no --data is given. */
     public static final Path DEMO_DATA = Path.of("data");
 
-    /** The demo's patch: its volumes (scale 0.25) are at least 32 voxels on every axis. */
-    public static final int DEMO_PATCH = 32;
-
-    /** Where the images demo set is generated when no --data is given. */
-    public static final Path DEMO_IMAGES = DEMO_DATA.resolve("images");
-
-    /** The images demo's crop: small, so that a CPU trains on it in seconds. */
-    public static final int DEMO_IMAGE_SIZE = 64;
-
-    /** torchvision's ImageNet training crop. */
-    public static final int DEFAULT_IMAGE_SIZE = 224;
-
-    /** What a run trains on. */
-    public enum WorkloadKind {
-        /** 3D segmentation of KiTS19-like .npy pairs by a 3D-UNet, the MLPerf transforms. */
-        kits19,
-        /** 2D classification of a class/image.ext folder, torchvision's training transforms. */
-        images
-    }
-
     @Option(
             names = "--workload",
             paramLabel = "NAME",
+            defaultValue = Workloads.DEFAULT,
+            converter = Workloads.Converter.class,
+            completionCandidates = Workloads.Names.class,
             description =
-                    "kits19: 3D segmentation of case_*_x.npy / case_*_y.npy pairs; images: 2D"
-                            + " classification of a folder of class/image files (JPEG, PNG, BMP,"
-                            + " GIF), one sub-folder per class (default: ${DEFAULT-VALUE}).")
-    public WorkloadKind workload = WorkloadKind.kits19;
+                    "What the run trains: one of ${COMPLETION-CANDIDATES} (default:"
+                            + " ${DEFAULT-VALUE}); --data says what each reads, docs/workloads.md"
+                            + " what each trains.")
+    public JobWorkload workload = Workloads.named(Workloads.DEFAULT);
 
     @Option(
             names = "--data",
@@ -206,15 +192,7 @@ public final class DataOptions {
         if (patch != null) {
             return patch;
         }
-        if (workload == WorkloadKind.images) {
-            return demo() ? DEMO_IMAGE_SIZE : DEFAULT_IMAGE_SIZE;
-        }
-        return demo() ? DEMO_PATCH : TransformConfig.DEFAULT_PATCH;
-    }
-
-    /** Whether the run classifies images (else it segments KiTS19-like volumes). */
-    public boolean images() {
-        return workload == WorkloadKind.images;
+        return demo() ? workload.demoEdge() : workload.defaultEdge();
     }
 
     /** The per-case cache these options ask for, over the given data folder. */

@@ -16,6 +16,7 @@ import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -59,11 +60,9 @@ public final class ProfileCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(
                     spec.commandLine(), "--epochs and --threads must be >= 1");
         }
-        if (data.images()) {
-            throw new picocli.CommandLine.ParameterException(
-                    spec.commandLine(),
-                    "profile breaks down the kits19 transforms only; for --workload images, train"
-                            + " reports the preparation times (prep_ms, the trace)");
+        Optional<String> refused = data.workload.refusesProfile();
+        if (refused.isPresent()) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), refused.get());
         }
         PrintWriter out = spec.commandLine().getOut();
         DataOptions.Cases cases = data.cases(spec.commandLine().getErr());
