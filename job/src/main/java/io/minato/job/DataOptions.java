@@ -1,22 +1,11 @@
 package io.minato.job;
 
-import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
-import io.minato.job.workload.DataSplit;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.Workloads;
 import io.minato.workload.kits19.CaseCache;
-import io.minato.workload.kits19.CaseFiles;
-import io.minato.workload.kits19.Dataset;
-import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.stream.IntStream;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -176,18 +165,6 @@ public final class DataOptions {
         return data == null;
     }
 
-    /** The data folder: --data, or the demo set, generated first if it is not there yet. */
-    public Path dataDir() throws IOException {
-        if (!demo()) {
-            return data;
-        }
-        if (!Files.exists(DEMO_DATA.resolve("case_00000_x.npy"))) {
-            System.err.println("generating the demo dataset under " + DEMO_DATA + "/ ...");
-            KitsLikeGenerator.builder().build().generate(DEMO_DATA);
-        }
-        return DEMO_DATA;
-    }
-
     public int patchEdge() {
         if (patch != null) {
             return patch;
@@ -220,77 +197,5 @@ public final class DataOptions {
     public TransformConfig transformConfig() {
         TransformConfig c = TransformConfig.mlperf(patchEdge());
         return tail == null ? c : c.withTail(tail.fraction(), tail.factor());
-    }
-
-    /**
-     * The dataset split into held-out and training cases, every training case checked: a bad one
-     * stops the run (fail) or is left out and counted (skip), with one line on {@code err}.
-     */
-    public Cases cases(PrintWriter err) throws IOException, BadInputException {
-        Path dir = dataDir();
-        Dataset dataset = Dataset.scan(dir);
-        int eval = evalCases != null ? evalCases : Dataset.defaultEvalCases(dataset.size());
-        Dataset.Split split = dataset.split(eval);
-        CaseCache cache = caseCache(dir);
-        List<CaseFiles> all = dataset.cases();
-        // The checks read every voxel once (or recall a check of the same files): on all cores,
-        // with the outcomes taken in name order so that the first bad case reported is the same.
-        BadInputException[] problems = new BadInputException[all.size()];
-        IntStream.range(0, all.size())
-                .parallel()
-                .forEach(
-                        i -> {
-                            CaseFiles c = all.get(i);
-                            // Held-out cases may be any size: sliding-window inference pads them.
-                            boolean training = split.train().contains(c);
-                            try {
-                                cache.check(c, training ? transformConfig().patch() : null);
-                            } catch (BadInputException e) {
-                                problems[i] = e;
-                            }
-                        });
-        List<CaseFiles> train = new ArrayList<>();
-        List<CaseFiles> held = new ArrayList<>();
-        List<RunReport.Quarantine> quarantine = new ArrayList<>();
-        for (int i = 0; i < all.size(); i++) {
-            CaseFiles c = all.get(i);
-            if (problems[i] == null) {
-                (split.train().contains(c) ? train : held).add(c);
-                continue;
-            }
-            if (onBadSample == OnBadSample.fail) {
-                throw problems[i];
-            }
-            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
-            err.println("skipped: " + problems[i].getMessage());
-        }
-        if (train.isEmpty()) {
-            throw new BadInputException(dir, "every training case was skipped as bad input");
-        }
-        return new Cases(
-                dir,
-                dataset.size(),
-                eval,
-                List.copyOf(train),
-                List.copyOf(held),
-                List.copyOf(quarantine),
-                cache);
-    }
-
-    /** The cases a run trains on. */
-    public record Cases(
-            Path dir,
-            int total,
-            int eval,
-            List<CaseFiles> train,
-            List<CaseFiles> held,
-            List<RunReport.Quarantine> quarantine,
-            CaseCache cache)
-            implements DataSplit {
-
-        /** Cases left out as bad input. */
-        public int quarantined() {
-            return quarantine.size();
-        }
     }
 }

@@ -3,6 +3,7 @@ package io.minato.job;
 import ai.djl.Device;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.kits19.Evaluation;
+import io.minato.job.workload.kits19.KitsData;
 import io.minato.trainer.gpu.DeviceSpec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -63,7 +64,7 @@ public final class EvaluateCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        DataOptions.Cases cases = data.cases(err);
+        KitsData.Cases cases = KitsData.cases(data, err);
         if (cases.held().isEmpty()) {
             throw new ParameterException(
                     spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");

@@ -3,6 +3,7 @@ package io.minato.job.profile;
 import io.minato.data.BadInputException;
 import io.minato.data.EpochOrder;
 import io.minato.job.DataOptions;
+import io.minato.job.workload.kits19.KitsData;
 import io.minato.spi.SampleKey;
 import io.minato.stats.CpuClock;
 import io.minato.stats.Distribution;
@@ -65,7 +66,7 @@ public final class ProfileCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), refused.get());
         }
         PrintWriter out = spec.commandLine().getOut();
-        DataOptions.Cases cases = data.cases(spec.commandLine().getErr());
+        KitsData.Cases cases = KitsData.cases(data, spec.commandLine().getErr());
         List<CaseFiles> train = cases.train();
         Profile profile = run(train, data.transformConfig(), cases.cache());
         out.printf(

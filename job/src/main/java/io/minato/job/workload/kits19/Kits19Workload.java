@@ -61,7 +61,7 @@ public final class Kits19Workload implements JobWorkload {
     @Override
     public TrainingSet open(DataOptions data, PrintWriter err)
             throws IOException, BadInputException {
-        return new KitsSet(data.cases(err), data);
+        return new KitsSet(KitsData.cases(data, err), data);
     }
 
     @Override
