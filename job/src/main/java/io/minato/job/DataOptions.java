@@ -1,19 +1,11 @@
 package io.minato.job;
 
-import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.JobWorkload;
+import io.minato.job.workload.Workloads;
 import io.minato.workload.kits19.CaseCache;
-import io.minato.workload.kits19.CaseFiles;
-import io.minato.workload.kits19.Dataset;
-import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.stream.IntStream;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -32,34 +24,17 @@ public final class DataOptions {
     /** Where the demo dataset is generated when no --data is given. */
     public static final Path DEMO_DATA = Path.of("data");
 
-    /** The demo's patch: its volumes (scale 0.25) are at least 32 voxels on every axis. */
-    public static final int DEMO_PATCH = 32;
-
-    /** Where the images demo set is generated when no --data is given. */
-    public static final Path DEMO_IMAGES = DEMO_DATA.resolve("images");
-
-    /** The images demo's crop: small, so that a CPU trains on it in seconds. */
-    public static final int DEMO_IMAGE_SIZE = 64;
-
-    /** torchvision's ImageNet training crop. */
-    public static final int DEFAULT_IMAGE_SIZE = 224;
-
-    /** What a run trains on. */
-    public enum WorkloadKind {
-        /** 3D segmentation of KiTS19-like .npy pairs by a 3D-UNet, the MLPerf transforms. */
-        kits19,
-        /** 2D classification of a class/image.ext folder, torchvision's training transforms. */
-        images
-    }
-
     @Option(
             names = "--workload",
             paramLabel = "NAME",
+            defaultValue = Workloads.DEFAULT,
+            converter = Workloads.Converter.class,
+            completionCandidates = Workloads.Names.class,
             description =
-                    "kits19: 3D segmentation of case_*_x.npy / case_*_y.npy pairs; images: 2D"
-                            + " classification of a folder of class/image files (JPEG, PNG, BMP,"
-                            + " GIF), one sub-folder per class (default: ${DEFAULT-VALUE}).")
-    public WorkloadKind workload = WorkloadKind.kits19;
+                    "What the run trains: one of ${COMPLETION-CANDIDATES} (default:"
+                            + " ${DEFAULT-VALUE}); --data says what each reads, docs/workloads.md"
+                            + " what each trains.")
+    public JobWorkload workload = Workloads.named(Workloads.DEFAULT);
 
     @Option(
             names = "--data",
@@ -190,31 +165,11 @@ public final class DataOptions {
         return data == null;
     }
 
-    /** The data folder: --data, or the demo set, generated first if it is not there yet. */
-    public Path dataDir() throws IOException {
-        if (!demo()) {
-            return data;
-        }
-        if (!Files.exists(DEMO_DATA.resolve("case_00000_x.npy"))) {
-            System.err.println("generating the demo dataset under " + DEMO_DATA + "/ ...");
-            KitsLikeGenerator.builder().build().generate(DEMO_DATA);
-        }
-        return DEMO_DATA;
-    }
-
     public int patchEdge() {
         if (patch != null) {
             return patch;
         }
-        if (workload == WorkloadKind.images) {
-            return demo() ? DEMO_IMAGE_SIZE : DEFAULT_IMAGE_SIZE;
-        }
-        return demo() ? DEMO_PATCH : TransformConfig.DEFAULT_PATCH;
-    }
-
-    /** Whether the run classifies images (else it segments KiTS19-like volumes). */
-    public boolean images() {
-        return workload == WorkloadKind.images;
+        return demo() ? workload.demoEdge() : workload.defaultEdge();
     }
 
     /** The per-case cache these options ask for, over the given data folder. */
@@ -242,77 +197,5 @@ public final class DataOptions {
     public TransformConfig transformConfig() {
         TransformConfig c = TransformConfig.mlperf(patchEdge());
         return tail == null ? c : c.withTail(tail.fraction(), tail.factor());
-    }
-
-    /**
-     * The dataset split into held-out and training cases, every training case checked: a bad one
-     * stops the run (fail) or is left out and counted (skip), with one line on {@code err}.
-     */
-    public Cases cases(PrintWriter err) throws IOException, BadInputException {
-        Path dir = dataDir();
-        Dataset dataset = Dataset.scan(dir);
-        int eval = evalCases != null ? evalCases : Dataset.defaultEvalCases(dataset.size());
-        Dataset.Split split = dataset.split(eval);
-        CaseCache cache = caseCache(dir);
-        List<CaseFiles> all = dataset.cases();
-        // The checks read every voxel once (or recall a check of the same files): on all cores,
-        // with the outcomes taken in name order so that the first bad case reported is the same.
-        BadInputException[] problems = new BadInputException[all.size()];
-        IntStream.range(0, all.size())
-                .parallel()
-                .forEach(
-                        i -> {
-                            CaseFiles c = all.get(i);
-                            // Held-out cases may be any size: sliding-window inference pads them.
-                            boolean training = split.train().contains(c);
-                            try {
-                                cache.check(c, training ? transformConfig().patch() : null);
-                            } catch (BadInputException e) {
-                                problems[i] = e;
-                            }
-                        });
-        List<CaseFiles> train = new ArrayList<>();
-        List<CaseFiles> held = new ArrayList<>();
-        List<RunReport.Quarantine> quarantine = new ArrayList<>();
-        for (int i = 0; i < all.size(); i++) {
-            CaseFiles c = all.get(i);
-            if (problems[i] == null) {
-                (split.train().contains(c) ? train : held).add(c);
-                continue;
-            }
-            if (onBadSample == OnBadSample.fail) {
-                throw problems[i];
-            }
-            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
-            err.println("skipped: " + problems[i].getMessage());
-        }
-        if (train.isEmpty()) {
-            throw new BadInputException(dir, "every training case was skipped as bad input");
-        }
-        return new Cases(
-                dir,
-                dataset.size(),
-                eval,
-                List.copyOf(train),
-                List.copyOf(held),
-                List.copyOf(quarantine),
-                cache);
-    }
-
-    /** The cases a run trains on. */
-    public record Cases(
-            Path dir,
-            int total,
-            int eval,
-            List<CaseFiles> train,
-            List<CaseFiles> held,
-            List<RunReport.Quarantine> quarantine,
-            CaseCache cache)
-            implements DataSplit {
-
-        /** Cases left out as bad input. */
-        public int quarantined() {
-            return quarantine.size();
-        }
     }
 }

@@ -2,10 +2,13 @@ package io.minato.job;
 
 import ai.djl.Device;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.kits19.Evaluation;
+import io.minato.job.workload.kits19.KitsData;
 import io.minato.trainer.gpu.DeviceSpec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -46,11 +49,9 @@ public final class EvaluateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (data.images()) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    "evaluate scores a saved 3D-UNet (kits19); a train run with --workload images"
-                            + " reports its held-out accuracy itself");
+        Optional<String> refused = data.workload.refusesEvaluate();
+        if (refused.isPresent()) {
+            throw new ParameterException(spec.commandLine(), refused.get());
         }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
@@ -63,7 +64,7 @@ public final class EvaluateCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        DataOptions.Cases cases = data.cases(err);
+        KitsData.Cases cases = KitsData.cases(data, err);
         if (cases.held().isEmpty()) {
             throw new ParameterException(
                     spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");

@@ -11,15 +11,6 @@ import picocli.CommandLine.Option;
  */
 public final class OptimizerOptions {
 
-    /** The 3D-UNet's rate (the kits19 default). */
-    static final float UNET_LEARNING_RATE = 0.1f;
-
-    /**
-     * The image classifier's: at batch 2, 0.005 and above made its loss jump and its ReLUs die on
-     * the demo set; 0.002 brought the loss near 0 in three epochs.
-     */
-    static final float CLASSIFIER_LEARNING_RATE = 0.002f;
-
     @Option(
             names = "--learning-rate",
             paramLabel = "LR",
@@ -72,16 +63,14 @@ public final class OptimizerOptions {
     float lrDecayFactor = 1f;
 
     /**
-     * The optimizer for a network of {@code width}, the image {@code classifier} or the 3D-UNet;
-     * its checks fail with an {@link IllegalArgumentException}.
+     * The optimizer for a network of {@code width} whose workload trains at {@code
+     * defaultLearningRate} unless told otherwise; its checks fail with an {@link
+     * IllegalArgumentException}.
      */
-    public TrainingSettings settings(double width, boolean classifier, long seed) {
+    public TrainingSettings settings(double width, float defaultLearningRate, long seed) {
         return TrainingSettings.builder()
                 .setWidth(width)
-                .setLearningRate(
-                        learningRate != null
-                                ? learningRate
-                                : classifier ? CLASSIFIER_LEARNING_RATE : UNET_LEARNING_RATE)
+                .setLearningRate(learningRate != null ? learningRate : defaultLearningRate)
                 .optMomentum(momentum)
                 .optWeightDecay(weightDecay)
                 .optNesterov(nesterov)

@@ -7,8 +7,6 @@ import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TrainingSettings;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
-import io.minato.workload.images.ImageClassifier;
-import io.minato.workload.kits19.unet.Unet3d;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
@@ -95,32 +93,15 @@ final class RunPlan {
         slowWorkers = o.slowWorkers != null ? o.slowWorkers : fast;
         timeout = TimeoutPolicy.parse(o.timeout);
         DataOptions data = o.data;
-        if (data.images() && data.tail != null) {
-            throw new IllegalArgumentException(
-                    "--tail is the kits19 bench knob; the images workload's tail is its own"
-                            + " (decoding grows with the image)");
-        }
-        if (data.images() && data.patchEdge() < ImageClassifier.MIN_SIZE) {
-            throw new IllegalArgumentException(
-                    "--patch "
-                            + data.patchEdge()
-                            + " is below the classifier's "
-                            + ImageClassifier.MIN_SIZE
-                            + " pixels");
-        }
+        data.workload.check(data);
         if (o.accelerator.equals("real")) {
             if (!dev.fromFlink()) {
                 dev = withTorchDevices(dev, err);
             }
-            if (!data.images() && data.patchEdge() % Unet3d.PATCH_DIVISOR != 0) {
-                throw new IllegalArgumentException(
-                        "--patch "
-                                + data.patchEdge()
-                                + " must be a multiple of "
-                                + Unet3d.PATCH_DIVISOR
-                                + " for the 3D-UNet");
-            }
-            optimizer = o.optimizer.settings(o.model.width(), data.images(), data.seed);
+            data.workload.checkForNetwork(data);
+            optimizer =
+                    o.optimizer.settings(
+                            o.model.width(), data.workload.defaultLearningRate(), data.seed);
             simulated = null;
         } else {
             optimizer = null;

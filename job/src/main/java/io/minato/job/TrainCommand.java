@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.job.workload.TrainingSet;
 import io.minato.trainer.TrainerSink;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -224,7 +225,7 @@ public final class TrainCommand implements Callable<Integer> {
             return again(DemoSchedule.args(), null);
         }
         RunPlan plan = RunPlan.of(this, err);
-        TrainingSet set = TrainingSet.load(data, err);
+        TrainingSet set = data.workload.open(data, err);
         Path run = plan.runDir();
         try {
             OutputPaths.createRunDir(run);

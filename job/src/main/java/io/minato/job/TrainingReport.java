@@ -3,6 +3,7 @@ package io.minato.job;
 import io.minato.job.report.RunPlots;
 import io.minato.job.report.RunReport;
 import io.minato.job.report.RunSampler;
+import io.minato.job.workload.TrainingSet;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TraceFiles;
 import java.io.IOException;

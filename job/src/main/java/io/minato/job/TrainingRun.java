@@ -3,6 +3,7 @@ package io.minato.job;
 import io.minato.job.report.ReportAssembly;
 import io.minato.job.report.RunReport;
 import io.minato.job.report.RunSampler;
+import io.minato.job.workload.TrainingSet;
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.SampleRecipe;
 import io.minato.trainer.AcceleratorFactory;
@@ -165,18 +166,16 @@ final class TrainingRun {
         int devices = plan.devices.devices().size();
         err.printf(
                 Locale.ROOT,
-                "training: %s loader, %s, %d %s (%d held out, %d quarantined) x %d epochs, %s %d%s,"
+                "training: %s loader, %s, %d %s (%d held out, %d quarantined) x %d epochs, %s,"
                         + " batch %d x %d %s device(s), accelerator %s, %s workers, run dir %s%s%s%n",
                 o.loader,
-                o.data.workload,
+                o.data.workload.name(),
                 set.train(),
                 set.unit(),
                 set.held(),
                 set.quarantine().size(),
                 o.epochs,
-                o.data.images() ? "crop" : "patch",
-                o.data.patchEdge(),
-                o.data.images() ? "^2" : "^3",
+                o.data.workload.edgeLine(o.data.patchEdge()),
                 o.batch.batch(),
                 devices,
                 plan.devices.devices().get(0).kind().name().toLowerCase(Locale.ROOT),

@@ -174,7 +174,11 @@ class TrainCommandTest {
         new picocli.CommandLine(demo).parseArgs(DemoSchedule.args().toArray(String[]::new));
         assertThat(demo.epochs).isEqualTo(60);
         assertThat(demo.data.demo()).isTrue();
-        var settings = demo.optimizer.settings(demo.model.width(), false, demo.data.seed);
+        var settings =
+                demo.optimizer.settings(
+                        demo.model.width(),
+                        demo.data.workload.defaultLearningRate(),
+                        demo.data.seed);
         assertThat(settings.decaySteps()).containsExactly(800L);
         assertThat(settings.decayFactor()).isEqualTo(0.1f);
         assertThat(settings.learningRates().getNewValue(801))

@@ -42,8 +42,16 @@ public final class GenerateCommand implements Callable<Integer> {
             names = "--workload",
             paramLabel = "NAME",
             description = "kits19 (.npy volumes) or images (default: ${DEFAULT-VALUE}).")
-    private io.minato.job.DataOptions.WorkloadKind workload =
-            io.minato.job.DataOptions.WorkloadKind.kits19;
+    private Kind workload = Kind.kits19;
+
+    /**
+     * The synthetic sets this command writes, one per generator; a workload needs none to train on
+     * a folder of its own.
+     */
+    private enum Kind {
+        kits19,
+        images
+    }
 
     private Integer classes;
 
@@ -122,7 +130,7 @@ public final class GenerateCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (workload == io.minato.job.DataOptions.WorkloadKind.images) {
+        if (workload == Kind.images) {
             return images();
         }
         if (classes != null) {

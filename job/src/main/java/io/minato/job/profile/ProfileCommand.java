@@ -3,6 +3,7 @@ package io.minato.job.profile;
 import io.minato.data.BadInputException;
 import io.minato.data.EpochOrder;
 import io.minato.job.DataOptions;
+import io.minato.job.workload.kits19.KitsData;
 import io.minato.spi.SampleKey;
 import io.minato.stats.CpuClock;
 import io.minato.stats.Distribution;
@@ -16,6 +17,7 @@ import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -59,14 +61,12 @@ public final class ProfileCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(
                     spec.commandLine(), "--epochs and --threads must be >= 1");
         }
-        if (data.images()) {
-            throw new picocli.CommandLine.ParameterException(
-                    spec.commandLine(),
-                    "profile breaks down the kits19 transforms only; for --workload images, train"
-                            + " reports the preparation times (prep_ms, the trace)");
+        Optional<String> refused = data.workload.refusesProfile();
+        if (refused.isPresent()) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), refused.get());
         }
         PrintWriter out = spec.commandLine().getOut();
-        DataOptions.Cases cases = data.cases(spec.commandLine().getErr());
+        KitsData.Cases cases = KitsData.cases(data, spec.commandLine().getErr());
         List<CaseFiles> train = cases.train();
         Profile profile = run(train, data.transformConfig(), cases.cache());
         out.printf(

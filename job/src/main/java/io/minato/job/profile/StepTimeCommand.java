@@ -3,6 +3,7 @@ package io.minato.job.profile;
 import io.minato.job.BatchOptions;
 import io.minato.job.ModelOptions;
 import io.minato.job.OptimizerOptions;
+import io.minato.job.workload.kits19.Kits19Workload;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
@@ -72,7 +73,7 @@ public final class StepTimeCommand implements Callable<Integer> {
         }
         TrainingSettings settings;
         try {
-            settings = optimizer.settings(model.width(), false, 1);
+            settings = optimizer.settings(model.width(), Kits19Workload.LEARNING_RATE, 1);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -1,7 +1,10 @@
-package io.minato.job;
+package io.minato.job.workload.kits19;
 
 import io.minato.data.BadInputException;
+import io.minato.job.DataOptions;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSplit;
+import io.minato.job.workload.TrainingSet;
 import io.minato.spi.Workload;
 import io.minato.trainer.Network;
 import io.minato.workload.kits19.CaseTable;
@@ -10,9 +13,9 @@ import java.io.IOException;
 import java.io.PrintWriter;
 
 /** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
-record KitsSet(DataOptions.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
+record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
 
-    KitsSet(DataOptions.Cases cases, DataOptions data) {
+    KitsSet(KitsData.Cases cases, DataOptions data) {
         this(
                 cases,
                 new CaseTable(cases.train(), cases.cache()).workload(data.transformConfig()),

@@ -1,7 +1,9 @@
-package io.minato.job;
+package io.minato.job.workload.images;
 
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSplit;
+import io.minato.job.workload.TrainingSet;
 import io.minato.spi.Workload;
 import io.minato.trainer.Network;
 import io.minato.workload.images.ImageClassifier;

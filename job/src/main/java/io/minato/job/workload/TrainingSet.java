@@ -1,4 +1,4 @@
-package io.minato.job;
+package io.minato.job.workload;
 
 import ai.djl.Device;
 import io.minato.data.BadInputException;
@@ -13,18 +13,10 @@ import java.util.List;
 /**
  * What a run trains on, whichever the workload: the training samples as a {@link Workload}, the
  * counts the report and the start line give, what was left out, the network that learns them and
- * how the trained one is scored on the held-out samples. One implementation per workload: {@link
- * KitsSet} (3D segmentation, Dice) and {@link ImageSet} (classification, top-1 accuracy).
+ * how the trained one is scored on the held-out samples. One implementation per workload, which its
+ * {@link JobWorkload#open} returns.
  */
-interface TrainingSet {
-
-    /** The samples {@code data} names, checked; bad input stops here (or is left out, skip). */
-    static TrainingSet load(DataOptions data, PrintWriter err)
-            throws IOException, BadInputException {
-        return data.images()
-                ? new ImageSet(ImageData.images(data, err))
-                : new KitsSet(data.cases(err), data);
-    }
+public interface TrainingSet {
 
     Workload<?> workload();
 

@@ -1,8 +1,10 @@
-package io.minato.job;
+package io.minato.job.workload.images;
 
 import ai.djl.Device;
 import io.minato.data.BadInputException;
+import io.minato.job.DataOptions;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSplit;
 import io.minato.spi.Patch;
 import io.minato.spi.Workload;
 import io.minato.workload.images.ClassifierEvaluation;
@@ -28,6 +30,9 @@ import java.util.stream.IntStream;
  */
 public final class ImageData {
 
+    /** Where the demo set is generated when no --data is given. */
+    static final Path DEMO_DIR = DataOptions.DEMO_DATA.resolve("images");
+
     /** The demo set: a few classes of generated images of widely varying size. */
     static final int DEMO_IMAGES = 240;
 
@@ -51,7 +56,7 @@ public final class ImageData {
         public Workload<EncodedImage> workload() {
             ImageTransforms transforms = new ImageTransforms(config);
             return new Workload<>(
-                    "images",
+                    ImagesWorkload.NAME,
                     train,
                     memoBytes == null ? transforms : transforms.withMemoBound(memoBytes));
         }
@@ -71,7 +76,7 @@ public final class ImageData {
         if (!data.demo()) {
             return data.data;
         }
-        Path dir = DataOptions.DEMO_IMAGES;
+        Path dir = DEMO_DIR;
         if (!Files.isDirectory(dir)) {
             System.err.println("generating the images demo set under " + dir + "/ ...");
             ImageSetGenerator.builder()

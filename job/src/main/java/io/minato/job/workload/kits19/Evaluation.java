@@ -1,4 +1,4 @@
-package io.minato.job;
+package io.minato.job.workload.kits19;
 
 import ai.djl.Device;
 import ai.djl.MalformedModelException;

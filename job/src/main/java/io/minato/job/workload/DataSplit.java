@@ -1,15 +1,14 @@
-package io.minato.job;
+package io.minato.job.workload;
 
 import io.minato.job.report.RunReport;
 import java.nio.file.Path;
 import java.util.List;
 
 /**
- * A data folder as a run found it, whichever the workload ({@link ImageData.Images}, {@link
- * DataOptions.Cases}): its samples counted, those held out for evaluation, and the inputs left out
- * as bad.
+ * A data folder as a run found it, whichever the workload: its samples counted, those held out for
+ * evaluation, and the inputs left out as bad.
  */
-interface DataSplit {
+public interface DataSplit {
 
     /** The data folder. */
     Path dir();

@@ -1,0 +1,61 @@
+package io.minato.job.workload;
+
+import io.minato.data.BadInputException;
+import io.minato.job.DataOptions;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.util.Optional;
+
+/**
+ * A workload as the job's commands see it: its {@code --workload} name, the options it takes, how
+ * it opens its {@link TrainingSet} and what it trains with. Each workload implements it once in a
+ * package of its own and is registered in {@link Workloads}; the commands ask it rather than
+ * telling workloads apart.
+ */
+public interface JobWorkload {
+
+    /** Its {@code --workload} value, also the report's {@code workload}. */
+    String name();
+
+    /** The edge of a training sample when {@code --patch} is not given. */
+    int defaultEdge();
+
+    /** The edge on the generated demo set (no {@code --data}). */
+    int demoEdge();
+
+    /** How the start line gives a sample's edge: "patch 128^3", "crop 224^2". */
+    String edgeLine(int edge);
+
+    /**
+     * Refuses options it cannot take, before anything is read: an {@link IllegalArgumentException}
+     * whose one line names the option.
+     */
+    default void check(DataOptions data) {}
+
+    /** As {@link #check}, for what its network needs when it trains for real (not simulated). */
+    default void checkForNetwork(DataOptions data) {}
+
+    /** The learning rate its network trains at when {@code --learning-rate} is not given. */
+    float defaultLearningRate();
+
+    /** The samples {@code data} names, checked; bad input stops here (or is left out, skip). */
+    TrainingSet open(DataOptions data, PrintWriter err) throws IOException, BadInputException;
+
+    /**
+     * Why {@code profile} does not run on it, in one line; empty where it does. The command breaks
+     * down the kits19 transforms.
+     */
+    default Optional<String> refusesProfile() {
+        return Optional.of(
+                "profile breaks down the kits19 transforms only, not --workload " + name());
+    }
+
+    /**
+     * Why {@code evaluate} does not run on it, in one line; empty where it does. The command scores
+     * a saved 3D-UNet.
+     */
+    default Optional<String> refusesEvaluate() {
+        return Optional.of(
+                "evaluate scores a saved 3D-UNet (kits19), not a --workload " + name() + " model");
+    }
+}

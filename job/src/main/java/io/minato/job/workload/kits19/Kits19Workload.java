@@ -1,0 +1,76 @@
+package io.minato.job.workload.kits19;
+
+import io.minato.data.BadInputException;
+import io.minato.job.DataOptions;
+import io.minato.job.workload.JobWorkload;
+import io.minato.job.workload.TrainingSet;
+import io.minato.workload.kits19.TransformConfig;
+import io.minato.workload.kits19.unet.Unet3d;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.util.Optional;
+
+/** KiTS19-like 3D segmentation: .npy volume pairs, the MLPerf transforms, a 3D-UNet, Dice. */
+public final class Kits19Workload implements JobWorkload {
+
+    public static final String NAME = "kits19";
+
+    /** The demo's patch: its volumes (scale 0.25) are at least 32 voxels on every axis. */
+    public static final int DEMO_PATCH = 32;
+
+    /** The 3D-UNet's rate, the MLPerf reference's. */
+    public static final float LEARNING_RATE = 0.1f;
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public int defaultEdge() {
+        return TransformConfig.DEFAULT_PATCH;
+    }
+
+    @Override
+    public int demoEdge() {
+        return DEMO_PATCH;
+    }
+
+    @Override
+    public String edgeLine(int edge) {
+        return "patch " + edge + "^3";
+    }
+
+    @Override
+    public void checkForNetwork(DataOptions data) {
+        if (data.patchEdge() % Unet3d.PATCH_DIVISOR != 0) {
+            throw new IllegalArgumentException(
+                    "--patch "
+                            + data.patchEdge()
+                            + " must be a multiple of "
+                            + Unet3d.PATCH_DIVISOR
+                            + " for the 3D-UNet");
+        }
+    }
+
+    @Override
+    public float defaultLearningRate() {
+        return LEARNING_RATE;
+    }
+
+    @Override
+    public TrainingSet open(DataOptions data, PrintWriter err)
+            throws IOException, BadInputException {
+        return new KitsSet(KitsData.cases(data, err), data);
+    }
+
+    @Override
+    public Optional<String> refusesProfile() {
+        return Optional.empty();
+    }
+
+    @Override
+    public Optional<String> refusesEvaluate() {
+        return Optional.empty();
+    }
+}

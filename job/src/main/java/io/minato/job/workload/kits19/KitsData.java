@@ -1,0 +1,114 @@
+package io.minato.job.workload.kits19;
+
+import io.minato.data.BadInputException;
+import io.minato.job.DataOptions;
+import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSplit;
+import io.minato.workload.kits19.CaseCache;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+
+/**
+ * The kits19 workload's side of a run: the folder of case pairs scanned, every training case
+ * checked (on all cores), the held-out cases split off. {@code profile} and {@code evaluate} read
+ * their cases here too.
+ */
+public final class KitsData {
+
+    private KitsData() {}
+
+    /** The data folder: --data, or the demo set, generated first if it is not there yet. */
+    static Path dataDir(DataOptions data) throws IOException {
+        if (!data.demo()) {
+            return data.data;
+        }
+        if (!Files.exists(DataOptions.DEMO_DATA.resolve("case_00000_x.npy"))) {
+            System.err.println(
+                    "generating the demo dataset under " + DataOptions.DEMO_DATA + "/ ...");
+            KitsLikeGenerator.builder().build().generate(DataOptions.DEMO_DATA);
+        }
+        return DataOptions.DEMO_DATA;
+    }
+
+    /**
+     * The dataset split into held-out and training cases, every training case checked: a bad one
+     * stops the run (fail) or is left out and counted (skip), with one line on {@code err}.
+     */
+    public static Cases cases(DataOptions data, PrintWriter err)
+            throws IOException, BadInputException {
+        Path dir = dataDir(data);
+        Dataset dataset = Dataset.scan(dir);
+        int eval =
+                data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(dataset.size());
+        Dataset.Split split = dataset.split(eval);
+        CaseCache cache = data.caseCache(dir);
+        List<CaseFiles> all = dataset.cases();
+        // The checks read every voxel once (or recall a check of the same files): on all cores,
+        // with the outcomes taken in name order so that the first bad case reported is the same.
+        BadInputException[] problems = new BadInputException[all.size()];
+        IntStream.range(0, all.size())
+                .parallel()
+                .forEach(
+                        i -> {
+                            CaseFiles c = all.get(i);
+                            // Held-out cases may be any size: sliding-window inference pads them.
+                            boolean training = split.train().contains(c);
+                            try {
+                                cache.check(c, training ? data.transformConfig().patch() : null);
+                            } catch (BadInputException e) {
+                                problems[i] = e;
+                            }
+                        });
+        List<CaseFiles> train = new ArrayList<>();
+        List<CaseFiles> held = new ArrayList<>();
+        List<RunReport.Quarantine> quarantine = new ArrayList<>();
+        for (int i = 0; i < all.size(); i++) {
+            CaseFiles c = all.get(i);
+            if (problems[i] == null) {
+                (split.train().contains(c) ? train : held).add(c);
+                continue;
+            }
+            if (data.onBadSample == DataOptions.OnBadSample.fail) {
+                throw problems[i];
+            }
+            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
+            err.println("skipped: " + problems[i].getMessage());
+        }
+        if (train.isEmpty()) {
+            throw new BadInputException(dir, "every training case was skipped as bad input");
+        }
+        return new Cases(
+                dir,
+                dataset.size(),
+                eval,
+                List.copyOf(train),
+                List.copyOf(held),
+                List.copyOf(quarantine),
+                cache);
+    }
+
+    /** The cases a run trains on. */
+    public record Cases(
+            Path dir,
+            int total,
+            int eval,
+            List<CaseFiles> train,
+            List<CaseFiles> held,
+            List<RunReport.Quarantine> quarantine,
+            CaseCache cache)
+            implements DataSplit {
+
+        /** Cases left out as bad input. */
+        public int quarantined() {
+            return quarantine.size();
+        }
+    }
+}
