@@ -2,14 +2,13 @@ package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.loader.pacing.StatelessCoordinator;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.util.concurrent.CompletableFuture;
 import org.apache.flink.runtime.operators.coordination.CoordinationResponse;
-import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
-import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 import org.junit.jupiter.api.Test;
 
 class TrainerCoordinatorTest {
@@ -60,32 +59,5 @@ class TrainerCoordinatorTest {
     }
 
     /** The queue reports' coordinator, which these requests never reach. */
-    private static final class NoQueues implements OperatorCoordinator {
-        @Override
-        public void start() {}
-
-        @Override
-        public void close() {}
-
-        @Override
-        public void handleEventFromOperator(int subtask, int attempt, OperatorEvent event) {}
-
-        @Override
-        public void checkpointCoordinator(long checkpointId, CompletableFuture<byte[]> result) {}
-
-        @Override
-        public void notifyCheckpointComplete(long checkpointId) {}
-
-        @Override
-        public void resetToCheckpoint(long checkpointId, byte[] checkpointData) {}
-
-        @Override
-        public void subtaskReset(int subtask, long checkpointId) {}
-
-        @Override
-        public void executionAttemptFailed(int subtask, int attempt, Throwable reason) {}
-
-        @Override
-        public void executionAttemptReady(int subtask, int attempt, SubtaskGateway gateway) {}
-    }
+    private static final class NoQueues extends StatelessCoordinator {}
 }

@@ -9,7 +9,7 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
  * a subtask's reset changes nothing (the subtasks tell it again). Subclasses override what they
  * use.
  */
-abstract class StatelessCoordinator implements OperatorCoordinator {
+public abstract class StatelessCoordinator implements OperatorCoordinator {
     @Override
     public void start() {}
 
