@@ -7,6 +7,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * Synchronous data parallelism among the trainer replicas of one job, in one JVM: the replicas of
@@ -188,6 +189,8 @@ public final class ReplicaGroup {
     /** One replica's handle on the group in this JVM. */
     final class LocalMember implements Member {
         private final int replica;
+        // Run once this replica left, told whether training was over: replica 0's link closes.
+        private volatile Consumer<Boolean> afterLeaving = over -> {};
 
         private LocalMember(int replica) {
             this.replica = replica;
@@ -384,8 +387,10 @@ public final class ReplicaGroup {
 
         @Override
         public void leave() {
+            boolean over;
             lock.lock();
             try {
+                over = done;
                 if (!done && aborted == null) {
                     aborted =
                             new IllegalStateException(
@@ -399,6 +404,12 @@ public final class ReplicaGroup {
             } finally {
                 lock.unlock();
             }
+            afterLeaving.accept(over);
+        }
+
+        /** Runs {@code action} after this replica left, told whether training was over. */
+        void afterLeaving(Consumer<Boolean> action) {
+            afterLeaving = action;
         }
 
         /**
@@ -411,16 +422,6 @@ public final class ReplicaGroup {
             try {
                 cut(checkpointId);
                 return published;
-            } finally {
-                lock.unlock();
-            }
-        }
-
-        /** Whether training is over: every replica posted an empty step. */
-        boolean over() {
-            lock.lock();
-            try {
-                return done;
             } finally {
                 lock.unlock();
             }

@@ -66,7 +66,10 @@ final class Replicas {
                 member.leave();
                 throw e;
             }
-            return new Served(member, link);
+            // After training, the link closes once the others said goodbye (each must still
+            // hear that training is over); after a failure, at once.
+            member.afterLeaving(over -> link.close(over, GOODBYE_TIMEOUT));
+            return member;
         }
         TrainerRendezvous.Root root = rendezvous.find(group, FIND_TIMEOUT);
         if (root.taskManager().equals(taskManager)) {
@@ -91,83 +94,5 @@ final class Replicas {
      */
     boolean ended(String group, int device, int devices) throws IOException {
         return rendezvous.ended(group, device, devices);
-    }
-
-    /** Replica 0: the group's own member, and the link it serves the others through. */
-    private static final class Served implements ReplicaGroup.Member {
-        private final ReplicaGroup.LocalMember member;
-        private final ReplicaLink link;
-
-        Served(ReplicaGroup.LocalMember member, ReplicaLink link) {
-            this.member = member;
-            this.link = link;
-        }
-
-        @Override
-        public int replica() {
-            return member.replica();
-        }
-
-        @Override
-        public int size() {
-            return member.size();
-        }
-
-        @Override
-        public byte[] initialState(byte[] mine, long step) throws InterruptedException {
-            return member.initialState(mine, step);
-        }
-
-        @Override
-        public long startStep() {
-            return member.startStep();
-        }
-
-        @Override
-        public float[] allReduce(long step, float[] gradient, int samples)
-                throws InterruptedException {
-            return member.allReduce(step, gradient, samples);
-        }
-
-        @Override
-        public boolean parked() {
-            return member.parked();
-        }
-
-        @Override
-        public void cut(long checkpointId) {
-            member.cut(checkpointId);
-        }
-
-        @Override
-        public boolean cutPending() {
-            return member.cutPending();
-        }
-
-        @Override
-        public void snapshotted(long checkpointId) {
-            member.snapshotted(checkpointId);
-        }
-
-        @Override
-        public void end() {
-            member.end();
-        }
-
-        @Override
-        public void abort(Throwable cause) {
-            member.abort(cause);
-        }
-
-        /**
-         * Leaves, and closes the link: after training ended, once the others said goodbye (each
-         * must still hear that training is over); else at once.
-         */
-        @Override
-        public void leave() {
-            boolean over = member.over();
-            member.leave();
-            link.close(over, GOODBYE_TIMEOUT);
-        }
     }
 }
