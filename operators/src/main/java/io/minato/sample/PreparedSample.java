@@ -93,8 +93,18 @@ public record PreparedSample(
      * Piece {@code index} of {@code count}: {@code length} bytes of the sample's serialized patch
      * ({@link Patch#writeTo}) from {@code offset} of {@code bytes}. The pieces of a sample travel
      * in order through one channel.
+     *
+     * <p>{@code pooled}: {@code bytes} came from the {@link io.minato.spi.PatchPool} for this piece
+     * alone (a received one), so whoever reads the sample back gives them back; a producer's pieces
+     * share its buffer and are never pooled.
      */
-    public record Piece(int index, int count, byte[] bytes, int offset, int length) {
+    public record Piece(
+            int index, int count, byte[] bytes, int offset, int length, boolean pooled) {
+        /** A piece whose bytes are not the pool's. */
+        public Piece(int index, int count, byte[] bytes, int offset, int length) {
+            this(index, count, bytes, offset, length, false);
+        }
+
         public Piece {
             Objects.requireNonNull(bytes, "bytes");
             if (count < 1 || index < 0 || index >= count) {

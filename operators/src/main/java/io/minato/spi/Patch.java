@@ -14,6 +14,9 @@ import java.util.Arrays;
  * business; the loader moves and recycles both alike.
  */
 public final class Patch {
+    /** Bytes {@link #writeTo} writes before the arrays: the shape and the target's length. */
+    public static final int HEADER_BYTES = 4 * Integer.BYTES;
+
     /** Bytes of a class-index target. */
     public static final int CLASS_BYTES = Integer.BYTES;
 

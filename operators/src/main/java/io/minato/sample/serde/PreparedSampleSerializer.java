@@ -5,6 +5,7 @@ import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
+import io.minato.spi.PatchPool;
 import java.io.IOException;
 import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
@@ -122,8 +123,11 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
         if (form == PIECE) {
             int index = in.readInt();
             int count = in.readInt();
-            byte[] bytes = new byte[pieceLength(in.readInt())];
-            in.readFully(bytes);
+            int length = pieceLength(in.readInt());
+            // The receiver gives it back once it has read the sample: no 4 MiB array to allocate
+            // and zero per piece.
+            byte[] bytes = PatchPool.jvm().takeBytes(length);
+            in.readFully(bytes, 0, length);
             return new PreparedSample(
                     task,
                     path,
@@ -131,7 +135,7 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
                     null,
                     device,
                     false,
-                    new PreparedSample.Piece(index, count, bytes, 0, bytes.length));
+                    new PreparedSample.Piece(index, count, bytes, 0, length, true));
         }
         Patch patch =
                 switch (form) {
