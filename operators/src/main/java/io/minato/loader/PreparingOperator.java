@@ -6,6 +6,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.spi.PatchPool;
 import io.minato.spi.Workload;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -258,6 +259,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
             output.collect(new StreamRecord<>(piece));
         }
         sentInPieces.add(1L);
+        // The pieces carried a copy from this worker's buffer, serialized as they were emitted:
+        // nothing refers to the patch's arrays now, and the next preparation reuses them.
+        PatchPool.jvm().give(routed.patch());
     }
 
     /**
