@@ -259,8 +259,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
             output.collect(new StreamRecord<>(piece));
         }
         sentInPieces.add(1L);
-        // The pieces carried a copy from this worker's buffer, serialized as they were emitted:
-        // nothing refers to the patch's arrays now, and the next preparation reuses them.
+        // The pieces were serialized from the patch as they were emitted (the keyed edge to a
+        // batcher is never chained): nothing refers to its arrays now; the next preparation
+        // reuses them.
         PatchPool.jvm().give(routed.patch());
     }
 

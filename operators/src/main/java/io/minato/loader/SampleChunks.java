@@ -8,20 +8,18 @@ import io.minato.spi.Shape3;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.flink.core.memory.DataOutputSerializer;
 
 /**
  * Sends a sample whose patch is too large for one record as several records, each a {@link Piece}
  * of its serialized patch, and puts the patch together again on the receiving side.
  *
- * <p>A producer keeps one buffer for its pieces, reused from sample to sample: the pieces of a
- * sample share it until the producer's next sample, which is safe because Flink serializes a record
- * as it is emitted (and a chained receiver gets a copy).
+ * <p>A producer's pieces refer to ranges of the patch itself, serialized straight from its arrays
+ * as each record is emitted: no copy of the whole patch in between. Once they are emitted nothing
+ * refers to the patch, and the producer may give its arrays back to the {@link PatchPool}.
  */
 public final class SampleChunks {
     /**
@@ -40,7 +38,6 @@ public final class SampleChunks {
     public static final String SENT_IN_PIECES = "samplesSentInPieces";
 
     private final int maxBytes;
-    private final DataOutputSerializer buffer = new DataOutputSerializer(64);
 
     /**
      * @param maxBytes the most patch bytes a record carries ({@link #MAX_BYTES}; less in tests,
@@ -56,32 +53,19 @@ public final class SampleChunks {
     /** Whether {@code sample}, sent with its bytes, goes in pieces. */
     boolean inPieces(PreparedSample sample) {
         Patch patch = sample.patch();
-        return patch != null
-                && sample.piece() == null
-                && Patch.HEADER_BYTES + patch.bytes() > maxBytes;
+        return patch != null && sample.piece() == null && patch.serializedBytes() > maxBytes;
     }
 
-    /**
-     * {@code sample}'s pieces in order: its patch serialized once, into this producer's buffer,
-     * which they share until the next call.
-     */
+    /** {@code sample}'s pieces in order, each a range of its patch (not copied). */
     List<PreparedSample> pieces(PreparedSample sample) {
-        buffer.clear();
-        try {
-            sample.patch().writeTo(buffer);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e); // an in-memory buffer does not fail
-        }
-        byte[] bytes = buffer.getSharedBuffer();
-        int total = buffer.length();
-        int count = (total + maxBytes - 1) / maxBytes;
+        Patch patch = sample.patch();
+        long total = patch.serializedBytes();
+        int count = Math.toIntExact((total + maxBytes - 1) / maxBytes);
         List<PreparedSample> pieces = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            int offset = i * maxBytes;
-            pieces.add(
-                    sample.asPiece(
-                            new Piece(
-                                    i, count, bytes, offset, Math.min(maxBytes, total - offset))));
+            int offset = Math.toIntExact((long) i * maxBytes);
+            int length = (int) Math.min(maxBytes, total - offset);
+            pieces.add(sample.asPiece(Piece.of(i, count, patch, offset, length)));
         }
         return pieces;
     }
@@ -234,6 +218,9 @@ public final class SampleChunks {
                     return false;
                 }
                 Piece p = pieces.get(next++);
+                if (p.bytes() == null) {
+                    p = p.copy(); // a producer's piece handed over as it is (tests)
+                }
                 bytes = p.bytes();
                 pos = p.offset();
                 end = p.offset() + p.length();

@@ -104,14 +104,21 @@ class SampleChunksTest {
         assertThat(received.stream().map(p -> p.piece().bytes())).anyMatch(b -> b == again);
     }
 
-    /** A producer's pieces share its buffer: never pooled, never given to a pool. */
+    /**
+     * A producer's pieces are ranges of the patch itself, not a copy, and never pooled; handed over
+     * as they are (no serialization), they still read back.
+     */
     @Test
-    void shouldNeverGiveAProducersBufferToThePool() throws Exception {
+    void shouldMakeAProducersPiecesRangesOfThePatchThatAreNeverPooled() throws Exception {
         PreparedSample sample = sample(5, SHAPE);
-        List<PreparedSample> pieces = pieces(sample, 512);
-        assertThat(pieces).allSatisfy(p -> assertThat(p.piece().pooled()).isFalse());
+        List<PreparedSample> pieces = new SampleChunks(512).pieces(sample);
+        assertThat(pieces)
+                .hasSize(3)
+                .allSatisfy(p -> assertThat(p.piece().source()).isSameAs(sample.patch()))
+                .allSatisfy(p -> assertThat(p.piece().bytes()).isNull())
+                .allSatisfy(p -> assertThat(p.piece().pooled()).isFalse());
         PatchPool pool = new PatchPool(1 << 20);
-        assemble(pieces, pool);
+        assertBitIdentical(assemble(pieces, pool).patch(), sample.patch());
         assertThat(pool.bytes()).isZero();
     }
 
@@ -194,8 +201,8 @@ class SampleChunksTest {
         return assembly.sample(pool);
     }
 
+    /** {@code sample}'s pieces, each copied into bytes of its own. */
     private static List<PreparedSample> pieces(PreparedSample sample, int pieceBytes) {
-        // Copies: the producer's pieces share its buffer, which the next call reuses.
         List<PreparedSample> pieces = new ArrayList<>();
         for (PreparedSample p : new SampleChunks(pieceBytes).pieces(sample)) {
             pieces.add(PreparedSampleSerializer.INSTANCE.copy(p));

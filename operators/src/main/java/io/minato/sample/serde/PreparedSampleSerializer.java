@@ -7,7 +7,6 @@ import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.PatchPool;
 import java.io.IOException;
-import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
@@ -62,14 +61,15 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
                 PreparedSample.ANY_DEVICE);
     }
 
-    /** Copies the patch arrays (or a piece's range of bytes); the record itself is immutable. */
+    /**
+     * Copies the patch arrays (or a piece's range of bytes, into an array of its own); the record
+     * itself is immutable.
+     */
     @Override
     public PreparedSample copy(PreparedSample from) {
         PreparedSample.Piece p = from.piece();
         if (p != null) {
-            byte[] bytes = Arrays.copyOfRange(p.bytes(), p.offset(), p.offset() + p.length());
-            return from.asPiece(
-                    new PreparedSample.Piece(p.index(), p.count(), bytes, 0, p.length()));
+            return from.asPiece(p.copy());
         }
         return from.withPatch(from.patch() == null ? null : PATCH.copy(from.patch()));
     }
@@ -89,7 +89,7 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
             out.writeInt(piece.index());
             out.writeInt(piece.count());
             out.writeInt(piece.length());
-            out.write(piece.bytes(), piece.offset(), piece.length());
+            piece.writeTo(out);
         } else if (patch == null) {
             out.writeByte(IDENTITY);
         } else if (sample.handOff() && SampleHandoff.jvm().offer(sample.task(), patch)) {
