@@ -5,6 +5,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.spi.PatchPool;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -166,7 +167,7 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
             return;
         }
         assembling.remove(task);
-        arrived(key, assembly.sample());
+        arrived(key, assembly.sample(PatchPool.jvm()));
     }
 
     /** A whole sample for device key {@code key}: into its batch, which goes out when full. */

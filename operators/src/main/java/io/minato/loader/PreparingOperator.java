@@ -6,6 +6,7 @@ import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.spi.PatchPool;
 import io.minato.spi.Workload;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -258,6 +259,10 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
             output.collect(new StreamRecord<>(piece));
         }
         sentInPieces.add(1L);
+        // The pieces were serialized from the patch as they were emitted (the keyed edge to a
+        // batcher is never chained): nothing refers to its arrays now; the next preparation
+        // reuses them.
+        PatchPool.jvm().give(routed.patch());
     }
 
     /**

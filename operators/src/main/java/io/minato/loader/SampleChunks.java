@@ -3,24 +3,23 @@ package io.minato.loader;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.PreparedSample.Piece;
 import io.minato.spi.Patch;
+import io.minato.spi.PatchPool;
+import io.minato.spi.Shape3;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.SequenceInputStream;
-import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import org.apache.flink.core.memory.DataOutputSerializer;
 
 /**
  * Sends a sample whose patch is too large for one record as several records, each a {@link Piece}
  * of its serialized patch, and puts the patch together again on the receiving side.
  *
- * <p>A producer keeps one buffer for its pieces, reused from sample to sample: the pieces of a
- * sample share it until the producer's next sample, which is safe because Flink serializes a record
- * as it is emitted (and a chained receiver gets a copy).
+ * <p>A producer's pieces refer to ranges of the patch itself, serialized straight from its arrays
+ * as each record is emitted: no copy of the whole patch in between. Once they are emitted nothing
+ * refers to the patch, and the producer may give its arrays back to the {@link PatchPool}.
  */
 public final class SampleChunks {
     /**
@@ -38,11 +37,7 @@ public final class SampleChunks {
      */
     public static final String SENT_IN_PIECES = "samplesSentInPieces";
 
-    /** Bytes {@link Patch#writeTo} writes before the arrays: the shape and the target's length. */
-    private static final int PATCH_HEADER_BYTES = 4 * Integer.BYTES;
-
     private final int maxBytes;
-    private final DataOutputSerializer buffer = new DataOutputSerializer(64);
 
     /**
      * @param maxBytes the most patch bytes a record carries ({@link #MAX_BYTES}; less in tests,
@@ -58,44 +53,32 @@ public final class SampleChunks {
     /** Whether {@code sample}, sent with its bytes, goes in pieces. */
     boolean inPieces(PreparedSample sample) {
         Patch patch = sample.patch();
-        return patch != null
-                && sample.piece() == null
-                && PATCH_HEADER_BYTES + patch.bytes() > maxBytes;
+        return patch != null && sample.piece() == null && patch.serializedBytes() > maxBytes;
     }
 
-    /**
-     * {@code sample}'s pieces in order: its patch serialized once, into this producer's buffer,
-     * which they share until the next call.
-     */
+    /** {@code sample}'s pieces in order, each a range of its patch (not copied). */
     List<PreparedSample> pieces(PreparedSample sample) {
-        buffer.clear();
-        try {
-            sample.patch().writeTo(buffer);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e); // an in-memory buffer does not fail
-        }
-        byte[] bytes = buffer.getSharedBuffer();
-        int total = buffer.length();
-        int count = (total + maxBytes - 1) / maxBytes;
+        Patch patch = sample.patch();
+        long total = patch.serializedBytes();
+        int count = Math.toIntExact((total + maxBytes - 1) / maxBytes);
         List<PreparedSample> pieces = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            int offset = i * maxBytes;
-            pieces.add(
-                    sample.asPiece(
-                            new Piece(
-                                    i, count, bytes, offset, Math.min(maxBytes, total - offset))));
+            int offset = Math.toIntExact((long) i * maxBytes);
+            int length = (int) Math.min(maxBytes, total - offset);
+            pieces.add(sample.asPiece(Piece.of(i, count, patch, offset, length)));
         }
         return pieces;
     }
 
     /**
      * One sample's pieces as they arrive, in order; {@link #sample} once the last is there. The
-     * bytes are read back in place, without joining them into one array first.
+     * patch is read straight from the pieces' bytes into arrays from the {@link PatchPool}, without
+     * joining or streaming them first; pooled pieces go back to the pool once read.
      */
     static final class Assembly {
         private final int key;
         private final PreparedSample first;
-        private final List<InputStream> parts;
+        private final List<Piece> parts;
 
         /**
          * Starts with {@code piece}, which must be its sample's first, for device key {@code key}.
@@ -109,7 +92,7 @@ public final class SampleChunks {
             this.key = key;
             this.first = piece;
             this.parts = new ArrayList<>(p.count());
-            parts.add(stream(p));
+            parts.add(p);
         }
 
         /** "piece I of N of sample TASK", for the errors. */
@@ -140,7 +123,7 @@ public final class SampleChunks {
                                 + first.piece().count()
                                 + ": pieces of a sample travel in order");
             }
-            parts.add(stream(p));
+            parts.add(p);
             return complete();
         }
 
@@ -148,24 +131,143 @@ public final class SampleChunks {
             return parts.size() == first.piece().count();
         }
 
-        /** The whole sample with its patch read back from the pieces. */
-        PreparedSample sample() throws IOException {
+        /**
+         * The whole sample with its patch read back from the pieces into arrays from {@code pool}.
+         * Called once: the pieces' pooled bytes go back to {@code pool}.
+         */
+        PreparedSample sample(PatchPool pool) throws IOException {
             if (!complete()) {
                 throw new IllegalStateException("sample " + first.task() + " is not complete");
             }
-            try (DataInputStream in =
-                    new DataInputStream(new SequenceInputStream(Collections.enumeration(parts)))) {
-                Patch patch = Patch.readFrom(in);
-                if (in.read() != -1) {
-                    throw new IOException(
-                            "sample " + first.task() + ": bytes left over after its patch");
+            Patch patch = new PieceReader(parts, "sample " + first.task()).patch(pool);
+            for (Piece p : parts) {
+                if (p.pooled()) {
+                    pool.giveBytes(p.bytes());
                 }
-                return identity().withPatch(patch);
+            }
+            parts.clear();
+            return identity().withPatch(patch);
+        }
+    }
+
+    /**
+     * Reads what {@link Patch#writeTo} wrote (big-endian header ints, little-endian floats, the
+     * target's bytes) from a sequence of pieces' ranges; a value may straddle two pieces.
+     */
+    static final class PieceReader {
+        private final List<Piece> pieces;
+        private final String name;
+        private final long total;
+        private final byte[] straddle = new byte[Patch.HEADER_BYTES];
+        private int next;
+        private byte[] bytes;
+        private int pos;
+        private int end;
+        private long read;
+
+        /** {@code name} says whose bytes these are, in errors ("sample TASK"). */
+        PieceReader(List<Piece> pieces, String name) {
+            this.pieces = pieces;
+            this.name = name;
+            long sum = 0;
+            for (Piece p : pieces) {
+                sum += p.length();
+            }
+            this.total = sum;
+        }
+
+        /**
+         * The patch, in arrays taken from {@code pool} (every value of which is overwritten), with
+         * no bytes left after it.
+         */
+        Patch patch(PatchPool pool) throws IOException {
+            readFully(straddle, 0, Patch.HEADER_BYTES);
+            Shape3 shape;
+            int labelBytes;
+            try {
+                DataInputStream header = new DataInputStream(new ByteArrayInputStream(straddle));
+                shape = Patch.readShape(header);
+                labelBytes = Patch.readLabelLength(header, shape);
+            } catch (IOException e) {
+                throw new IOException(name + ": " + e.getMessage(), e);
+            }
+            long needed = Patch.HEADER_BYTES + (long) Float.BYTES * shape.voxels() + labelBytes;
+            if (needed != total) {
+                throw new IOException(
+                        name
+                                + ": its pieces hold "
+                                + total
+                                + " bytes, its patch of "
+                                + shape
+                                + " and "
+                                + labelBytes
+                                + " target bytes "
+                                + needed
+                                + (total < needed ? " (truncated)" : " (bytes left over)"));
+            }
+            Patch patch = pool.take(shape, labelBytes);
+            readFloats(patch.image());
+            readFully(patch.label(), 0, labelBytes);
+            return patch;
+        }
+
+        /** Moves to the next piece with bytes left when this one is used up; false at the end. */
+        private boolean more() {
+            while (pos == end) {
+                if (next == pieces.size()) {
+                    return false;
+                }
+                Piece p = pieces.get(next++);
+                if (p.bytes() == null) {
+                    p = p.copy(); // a producer's piece handed over as it is (tests)
+                }
+                bytes = p.bytes();
+                pos = p.offset();
+                end = p.offset() + p.length();
+            }
+            return true;
+        }
+
+        private void readFully(byte[] to, int offset, int length) throws IOException {
+            while (length > 0) {
+                if (!more()) {
+                    throw new IOException(
+                            name + ": its pieces end after " + read + " bytes (truncated)");
+                }
+                int n = Math.min(length, end - pos);
+                System.arraycopy(bytes, pos, to, offset, n);
+                pos += n;
+                offset += n;
+                length -= n;
+                read += n;
             }
         }
 
-        private static InputStream stream(Piece p) {
-            return new ByteArrayInputStream(p.bytes(), p.offset(), p.length());
+        private void readFloats(float[] to) throws IOException {
+            int at = 0;
+            while (at < to.length) {
+                if (!more()) {
+                    throw new IOException(
+                            name + ": its pieces end after " + read + " bytes (truncated)");
+                }
+                int whole = Math.min((end - pos) / Float.BYTES, to.length - at);
+                if (whole > 0) {
+                    ByteBuffer.wrap(bytes, pos, whole * Float.BYTES)
+                            .order(ByteOrder.LITTLE_ENDIAN)
+                            .asFloatBuffer()
+                            .get(to, at, whole);
+                    pos += whole * Float.BYTES;
+                    read += (long) whole * Float.BYTES;
+                    at += whole;
+                } else {
+                    // A value split between this piece and the next.
+                    readFully(straddle, 0, Float.BYTES);
+                    to[at++] =
+                            ByteBuffer.wrap(straddle, 0, Float.BYTES)
+                                    .order(ByteOrder.LITTLE_ENDIAN)
+                                    .getFloat();
+                }
+            }
         }
     }
 }

@@ -2,6 +2,12 @@ package io.minato.sample;
 
 import io.minato.sample.serde.SampleTypes;
 import io.minato.spi.Patch;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutput;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Arrays;
 import java.util.Objects;
 import org.apache.flink.api.common.typeinfo.TypeInfo;
 
@@ -91,30 +97,90 @@ public record PreparedSample(
 
     /**
      * Piece {@code index} of {@code count}: {@code length} bytes of the sample's serialized patch
-     * ({@link Patch#writeTo}) from {@code offset} of {@code bytes}. The pieces of a sample travel
-     * in order through one channel.
+     * ({@link Patch#writeTo}) from {@code offset}, either of {@code bytes} (a received piece) or of
+     * what {@code source} writes (a producer's piece, which refers to the patch itself and is
+     * serialized straight from it). The pieces of a sample travel in order through one channel.
+     *
+     * <p>{@code pooled}: {@code bytes} came from the {@link io.minato.spi.PatchPool} for this piece
+     * alone (a received one), so whoever reads the sample back gives them back.
      */
-    public record Piece(int index, int count, byte[] bytes, int offset, int length) {
+    public record Piece(
+            int index,
+            int count,
+            byte[] bytes,
+            int offset,
+            int length,
+            boolean pooled,
+            Patch source) {
+        /** A piece of {@code bytes}, which are not the pool's. */
+        public Piece(int index, int count, byte[] bytes, int offset, int length) {
+            this(index, count, bytes, offset, length, false);
+        }
+
+        /** A piece of {@code bytes}, which are the pool's when {@code pooled}. */
+        public Piece(int index, int count, byte[] bytes, int offset, int length, boolean pooled) {
+            this(
+                    index,
+                    count,
+                    Objects.requireNonNull(bytes, "bytes"),
+                    offset,
+                    length,
+                    pooled,
+                    null);
+        }
+
+        /** A range of what {@code source} writes, not copied until it is serialized. */
+        public static Piece of(int index, int count, Patch source, int offset, int length) {
+            return new Piece(
+                    index, count, null, offset, length, false, Objects.requireNonNull(source));
+        }
+
         public Piece {
-            Objects.requireNonNull(bytes, "bytes");
+            if ((bytes == null) == (source == null)) {
+                throw new IllegalArgumentException("a piece has either bytes or a source patch");
+            }
             if (count < 1 || index < 0 || index >= count) {
                 throw new IllegalArgumentException("piece " + index + " of " + count);
             }
-            if (offset < 0 || length < 0 || offset + length > bytes.length) {
+            long size = bytes != null ? bytes.length : source.serializedBytes();
+            if (offset < 0 || length < 0 || offset + (long) length > size) {
                 throw new IllegalArgumentException(
-                        "piece range "
-                                + offset
-                                + "+"
-                                + length
-                                + " outside "
-                                + bytes.length
-                                + " bytes");
+                        "piece range " + offset + "+" + length + " outside " + size + " bytes");
+            }
+            if (pooled && bytes == null) {
+                throw new IllegalArgumentException("only received bytes are pooled");
             }
         }
 
         /** Whether this is the sample's last piece. */
         public boolean last() {
             return index == count - 1;
+        }
+
+        /** Writes its {@code length} bytes. */
+        public void writeTo(DataOutput out) throws IOException {
+            if (bytes != null) {
+                out.write(bytes, offset, length);
+            } else {
+                source.writeRange(out, offset, length);
+            }
+        }
+
+        /** The same piece in bytes of its own (not pooled, not referring to a patch). */
+        public Piece copy() {
+            byte[] copy;
+            if (bytes != null) {
+                copy = Arrays.copyOfRange(bytes, offset, offset + length);
+            } else {
+                ByteArrayOutputStream out = new ByteArrayOutputStream(length);
+                try {
+                    source.writeRange(new DataOutputStream(out), offset, length);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e); // an in-memory stream does not fail
+                }
+                copy = out.toByteArray();
+            }
+            return new Piece(index, count, copy, 0, length);
         }
     }
 }

@@ -30,6 +30,37 @@ public final class FloatIo {
         }
     }
 
+    /**
+     * Writes bytes {@code [from, from + length)} of what {@link #write} writes for {@code values}:
+     * a range may start or end inside a value.
+     */
+    public static void writeRange(float[] values, long from, long length, DataOutput out)
+            throws IOException {
+        if (from < 0 || length < 0 || from + length > (long) Float.BYTES * values.length) {
+            throw new IllegalArgumentException(
+                    "range " + from + "+" + length + " of " + values.length + " floats");
+        }
+        if (length == 0) {
+            return;
+        }
+        // Whole values around the range: one more at each end at most.
+        long span = Math.min(CHUNK_BYTES, length + 2 * Float.BYTES);
+        byte[] chunk = new byte[(int) (span - span % Float.BYTES)];
+        FloatBuffer view = ByteBuffer.wrap(chunk).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        int index = (int) (from / Float.BYTES);
+        int skip = (int) (from % Float.BYTES);
+        for (long left = length; left > 0; ) {
+            int n = Math.min(view.capacity(), values.length - index);
+            view.clear();
+            view.put(values, index, n);
+            int bytes = (int) Math.min((long) n * Float.BYTES - skip, left);
+            out.write(chunk, skip, bytes);
+            left -= bytes;
+            index += n;
+            skip = 0;
+        }
+    }
+
     public static void readFully(DataInput in, float[] values) throws IOException {
         byte[] chunk = new byte[Math.min(CHUNK_BYTES, values.length * Float.BYTES)];
         FloatBuffer view = ByteBuffer.wrap(chunk).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();

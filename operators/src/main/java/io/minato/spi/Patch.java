@@ -3,6 +3,7 @@ package io.minato.spi;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
@@ -14,6 +15,9 @@ import java.util.Arrays;
  * business; the loader moves and recycles both alike.
  */
 public final class Patch {
+    /** Bytes {@link #writeTo} writes before the arrays: the shape and the target's length. */
+    public static final int HEADER_BYTES = 4 * Integer.BYTES;
+
     /** Bytes of a class-index target. */
     public static final int CLASS_BYTES = Integer.BYTES;
 
@@ -111,6 +115,40 @@ public final class Patch {
         out.writeInt(label.length);
         FloatIo.write(image, out);
         out.write(label);
+    }
+
+    /** Bytes {@link #writeTo} writes. */
+    public long serializedBytes() {
+        return HEADER_BYTES + bytes();
+    }
+
+    /**
+     * Writes bytes {@code [from, from + length)} of what {@link #writeTo} writes, and only those: a
+     * range of a patch sent in pieces, without serializing the whole patch first.
+     */
+    public void writeRange(DataOutput out, long from, int length) throws IOException {
+        long end = from + length;
+        if (from < 0 || length < 0 || end > serializedBytes()) {
+            throw new IllegalArgumentException(
+                    "range " + from + "+" + length + " of a patch of " + serializedBytes());
+        }
+        long at = from;
+        if (at < HEADER_BYTES && at < end) {
+            ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES); // big-endian, as DataOutput
+            header.putInt(shape.d()).putInt(shape.h()).putInt(shape.w()).putInt(label.length);
+            int n = (int) (Math.min(end, HEADER_BYTES) - at);
+            out.write(header.array(), (int) at, n);
+            at += n;
+        }
+        long imageEnd = HEADER_BYTES + (long) Float.BYTES * image.length;
+        if (at < imageEnd && at < end) {
+            long n = Math.min(end, imageEnd) - at;
+            FloatIo.writeRange(image, at - HEADER_BYTES, n, out);
+            at += n;
+        }
+        if (at < end) {
+            out.write(label, (int) (at - imageEnd), (int) (end - at));
+        }
     }
 
     /** Reads what {@link #writeTo} wrote, into fresh arrays. */

@@ -12,8 +12,12 @@ import java.util.HashMap;
  * once its step has ended and nothing refers to them ({@link #give}); preparation takes them
  * ({@link #take}) and overwrites every voxel, so reused arrays need no clearing.
  *
- * <p>Bounded in bytes (what waits here is garbage to anyone else); past the bound a given patch is
- * left to the garbage collector. One pool per JVM, shared by every job in it.
+ * <p>The byte arrays that a large sample's pieces are received into ({@link #takeBytes}) wait here
+ * too, between one sample's pieces and the next's: a patch-128 sample arrives as 10 MiB of them.
+ *
+ * <p>Bounded in bytes, patches and byte arrays together (what waits here is garbage to anyone
+ * else); past the bound a given array is left to the garbage collector. One pool per JVM, shared by
+ * every job in it.
  */
 public final class PatchPool {
     private static final PatchPool JVM =
@@ -25,11 +29,22 @@ public final class PatchPool {
     private record Sizes(long voxels, int labelBytes) {}
 
     private final HashMap<Sizes, ArrayDeque<Patch>> free = new HashMap<>();
+
+    /** Free byte arrays by their lengths ({@link #capacity} of what was asked). */
+    private final HashMap<Integer, ArrayDeque<byte[]>> freeBytes = new HashMap<>();
+
+    /**
+     * Byte arrays are rounded up to this, so that pieces of slightly different lengths (the last
+     * piece of samples of other shapes) share arrays.
+     */
+    public static final int BYTES_GRAIN = 4096;
+
     private long bytes;
     private long reused;
     private long allocated;
 
-    PatchPool(long boundBytes) {
+    /** A pool of its own, holding at most {@code boundBytes} (the JVM's is {@link #jvm}). */
+    public PatchPool(long boundBytes) {
         this.boundBytes = boundBytes;
     }
 
@@ -85,6 +100,53 @@ public final class PatchPool {
                     .addLast(patch);
             bytes += size;
         }
+    }
+
+    /**
+     * A byte array of at least {@code length} bytes (rounded up to {@link #BYTES_GRAIN}): a
+     * given-back one if any, else a new one. Its content is whatever was there: the caller writes
+     * the bytes it uses.
+     */
+    public byte[] takeBytes(int length) {
+        if (length < 0) {
+            throw new IllegalArgumentException("byte array of " + length + " bytes");
+        }
+        int capacity = capacity(length);
+        byte[] old;
+        synchronized (this) {
+            ArrayDeque<byte[]> q = freeBytes.get(capacity);
+            old = q == null ? null : q.pollFirst();
+            if (old != null) {
+                bytes -= old.length;
+                reused++;
+            } else {
+                allocated++;
+            }
+        }
+        return old != null ? old : new byte[capacity];
+    }
+
+    /**
+     * Gives back an array that {@link #takeBytes} gave. The caller must hold the only reference to
+     * it; arrays of other lengths are left to the garbage collector.
+     */
+    public void giveBytes(byte[] array) {
+        if (array == null || array.length == 0 || array.length % BYTES_GRAIN != 0) {
+            return;
+        }
+        synchronized (this) {
+            if (bytes + array.length > boundBytes) {
+                return;
+            }
+            freeBytes.computeIfAbsent(array.length, n -> new ArrayDeque<>()).addLast(array);
+            bytes += array.length;
+        }
+    }
+
+    private static int capacity(int length) {
+        long grains = Math.max(1, ((long) length + BYTES_GRAIN - 1) / BYTES_GRAIN);
+        long capacity = grains * BYTES_GRAIN;
+        return capacity > Integer.MAX_VALUE - BYTES_GRAIN ? length : (int) capacity;
     }
 
     /** Takes served from given-back arrays. */

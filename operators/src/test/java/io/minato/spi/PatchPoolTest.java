@@ -48,4 +48,29 @@ class PatchPoolTest {
         pool.give(null);
         assertThat(pool.bytes()).isEqualTo(5 * 64);
     }
+
+    @Test
+    void shouldRoundByteArraysUpToItsGrainAndReuseThem() {
+        PatchPool pool = new PatchPool(1 << 20);
+        byte[] a = pool.takeBytes(4097);
+        assertThat(a).hasSize(2 * PatchPool.BYTES_GRAIN);
+        assertThat(pool.takeBytes(0)).hasSize(PatchPool.BYTES_GRAIN);
+        pool.giveBytes(a);
+        assertThat(pool.bytes()).isEqualTo(2 * PatchPool.BYTES_GRAIN);
+        assertThat(pool.takeBytes(8000)).as("another length, the same grains").isSameAs(a);
+        assertThat(pool.bytes()).isZero();
+        assertThat(pool.takeBytes(8000)).isNotSameAs(a);
+    }
+
+    @Test
+    void shouldBoundByteArraysAndPatchesTogetherAndLeaveForeignArraysAlone() {
+        PatchPool pool = new PatchPool(PatchPool.BYTES_GRAIN + 5 * 64);
+        pool.give(pool.take(CUBE));
+        pool.giveBytes(new byte[PatchPool.BYTES_GRAIN]);
+        assertThat(pool.bytes()).isEqualTo(PatchPool.BYTES_GRAIN + 5 * 64);
+        pool.giveBytes(new byte[PatchPool.BYTES_GRAIN]);
+        pool.giveBytes(new byte[100]); // not one the pool gave: its length is off the grain
+        pool.giveBytes(null);
+        assertThat(pool.bytes()).isEqualTo(PatchPool.BYTES_GRAIN + 5 * 64);
+    }
 }

@@ -5,8 +5,8 @@ import io.minato.sample.SampleHandoff;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
+import io.minato.spi.PatchPool;
 import java.io.IOException;
-import java.util.Arrays;
 import org.apache.flink.api.common.typeutils.SimpleTypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
@@ -61,14 +61,15 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
                 PreparedSample.ANY_DEVICE);
     }
 
-    /** Copies the patch arrays (or a piece's range of bytes); the record itself is immutable. */
+    /**
+     * Copies the patch arrays (or a piece's range of bytes, into an array of its own); the record
+     * itself is immutable.
+     */
     @Override
     public PreparedSample copy(PreparedSample from) {
         PreparedSample.Piece p = from.piece();
         if (p != null) {
-            byte[] bytes = Arrays.copyOfRange(p.bytes(), p.offset(), p.offset() + p.length());
-            return from.asPiece(
-                    new PreparedSample.Piece(p.index(), p.count(), bytes, 0, p.length()));
+            return from.asPiece(p.copy());
         }
         return from.withPatch(from.patch() == null ? null : PATCH.copy(from.patch()));
     }
@@ -88,7 +89,7 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
             out.writeInt(piece.index());
             out.writeInt(piece.count());
             out.writeInt(piece.length());
-            out.write(piece.bytes(), piece.offset(), piece.length());
+            piece.writeTo(out);
         } else if (patch == null) {
             out.writeByte(IDENTITY);
         } else if (sample.handOff() && SampleHandoff.jvm().offer(sample.task(), patch)) {
@@ -122,8 +123,11 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
         if (form == PIECE) {
             int index = in.readInt();
             int count = in.readInt();
-            byte[] bytes = new byte[pieceLength(in.readInt())];
-            in.readFully(bytes);
+            int length = pieceLength(in.readInt());
+            // The receiver gives it back once it has read the sample: no 4 MiB array to allocate
+            // and zero per piece.
+            byte[] bytes = PatchPool.jvm().takeBytes(length);
+            in.readFully(bytes, 0, length);
             return new PreparedSample(
                     task,
                     path,
@@ -131,7 +135,7 @@ public final class PreparedSampleSerializer extends SampleSerializer<PreparedSam
                     null,
                     device,
                     false,
-                    new PreparedSample.Piece(index, count, bytes, 0, bytes.length));
+                    new PreparedSample.Piece(index, count, bytes, 0, length, true));
         }
         Patch patch =
                 switch (form) {
