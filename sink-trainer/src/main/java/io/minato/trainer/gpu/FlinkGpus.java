@@ -14,8 +14,8 @@ import org.apache.flink.configuration.ReadableConfig;
  * external-resources: gpu}, {@code external-resource.gpu.amount: N} and Flink's GPU driver ({@code
  * flink-external-resource-gpu}, a plugin), each TaskManager discovers N GPUs at start and every
  * task reads them through {@code RuntimeContext#getExternalResourceInfos("gpu")}, each GPU an
- * {@code index} property. All trainers of a job share one TaskManager (their replica group lives in
- * one JVM), so trainer {@code d} takes the {@code d}-th of that TaskManager's GPUs in index order.
+ * {@code index} property. Trainer {@code d} takes the {@code d}-th of its TaskManager's GPUs in
+ * index order, so a job's GPU trainers need one TaskManager with a GPU each (the client checks).
  */
 public final class FlinkGpus {
 
