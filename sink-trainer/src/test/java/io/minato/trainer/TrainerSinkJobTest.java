@@ -39,12 +39,14 @@ class TrainerSinkJobTest {
 
     private static final int DEVICES = 2;
 
+    // A TaskManager of one slot per device: the job is two slots wide, so the two trainers run in
+    // different TaskManagers, as Flink may place them on a cluster.
     @RegisterExtension
     static final MiniClusterExtension CLUSTER =
             new MiniClusterExtension(
                     new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(1)
-                            .setNumberSlotsPerTaskManager(DEVICES)
+                            .setNumberTaskManagers(DEVICES)
+                            .setNumberSlotsPerTaskManager(1)
                             .build());
 
     // The MiniCluster runs in this JVM with this class loader: the injected fault is seen here.
