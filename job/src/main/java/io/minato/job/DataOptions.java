@@ -1,11 +1,14 @@
 package io.minato.job;
 
+import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.Workloads;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.TransformConfig;
+import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.List;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -158,6 +161,24 @@ public final class DataOptions {
     public enum OnBadSample {
         fail,
         skip
+    }
+
+    /**
+     * An input of {@code dir} that failed its checks: under {@code fail} it stops the run; under
+     * {@code skip} it is left out, listed in {@code quarantine} and said in one line on {@code
+     * err}.
+     */
+    public void leaveOut(
+            BadInputException problem,
+            Path dir,
+            List<RunReport.Quarantine> quarantine,
+            PrintWriter err)
+            throws BadInputException {
+        if (onBadSample == OnBadSample.fail) {
+            throw problem;
+        }
+        quarantine.add(RunReport.Quarantine.of(dir, problem));
+        err.println("skipped: " + problem.getMessage());
     }
 
     /** Whether the run uses the generated demo set. */

@@ -111,22 +111,14 @@ public final class ImageData {
         List<ImageFile> good = new ArrayList<>();
         List<RunReport.Quarantine> quarantine = new ArrayList<>();
         for (BadInputException unnamable : all.unnamable()) {
-            if (data.onBadSample == DataOptions.OnBadSample.fail) {
-                throw unnamable;
-            }
-            quarantine.add(RunReport.Quarantine.of(dir, unnamable));
-            err.println("skipped: " + unnamable.getMessage());
+            data.leaveOut(unnamable, dir, quarantine, err);
         }
         for (int i = 0; i < all.size(); i++) {
             if (problems[i] == null) {
                 good.add(all.images().get(i));
                 continue;
             }
-            if (data.onBadSample == DataOptions.OnBadSample.fail) {
-                throw problems[i];
-            }
-            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
-            err.println("skipped: " + problems[i].getMessage());
+            data.leaveOut(problems[i], dir, quarantine, err);
         }
         if (good.isEmpty()) {
             throw new BadInputException(dir, "every image was skipped as bad input");

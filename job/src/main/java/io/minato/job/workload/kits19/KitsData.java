@@ -76,11 +76,7 @@ public final class KitsData {
                 (split.train().contains(c) ? train : held).add(c);
                 continue;
             }
-            if (data.onBadSample == DataOptions.OnBadSample.fail) {
-                throw problems[i];
-            }
-            quarantine.add(RunReport.Quarantine.of(dir, problems[i]));
-            err.println("skipped: " + problems[i].getMessage());
+            data.leaveOut(problems[i], dir, quarantine, err);
         }
         if (train.isEmpty()) {
             throw new BadInputException(dir, "every training case was skipped as bad input");
