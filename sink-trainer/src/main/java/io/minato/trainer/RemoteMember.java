@@ -154,7 +154,7 @@ final class RemoteMember implements ReplicaGroup.Member {
         }
         send(o -> o.writeLong(checkpointId), ReplicaWire.CUT);
         try {
-            completedAtCut = (Long) await(f.thenApply(v -> (Object) v));
+            completedAtCut = await(f);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(
@@ -213,7 +213,7 @@ final class RemoteMember implements ReplicaGroup.Member {
         return f;
     }
 
-    private Object await(CompletableFuture<Object> f) throws InterruptedException {
+    private <T> T await(CompletableFuture<T> f) throws InterruptedException {
         try {
             return f.get();
         } catch (ExecutionException e) {
@@ -267,19 +267,11 @@ final class RemoteMember implements ReplicaGroup.Member {
         cutTaken.completeExceptionally(failure);
     }
 
-    /** What follows a message's tag. */
-    @FunctionalInterface
-    private interface Body {
-        void write(DataOutputStream out) throws IOException;
-    }
-
     /** Sends a message; a broken connection fails every call that waits. */
-    private void send(Body body, int tag) {
+    private void send(ReplicaWire.Body body, int tag) {
         try {
             synchronized (out) {
-                out.writeByte(tag);
-                body.write(out);
-                out.flush();
+                ReplicaWire.send(out, tag, body);
             }
         } catch (IOException e) {
             fail(
@@ -293,7 +285,7 @@ final class RemoteMember implements ReplicaGroup.Member {
     }
 
     /** Sends a message the group does not answer; nothing to send once the group failed. */
-    private void sendQuietly(Body body, int tag) {
+    private void sendQuietly(ReplicaWire.Body body, int tag) {
         if (failure == null) {
             send(body, tag);
         }

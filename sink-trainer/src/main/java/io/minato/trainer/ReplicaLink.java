@@ -284,14 +284,12 @@ final class ReplicaLink implements AutoCloseable {
         }
 
         /** Writes message {@code tag} with {@code body} on the sender thread. */
-        private void send(Body body, int tag) {
+        private void send(ReplicaWire.Body body, int tag) {
             try {
                 sender.execute(
                         () -> {
                             try {
-                                out.writeByte(tag);
-                                body.write(out);
-                                out.flush();
+                                ReplicaWire.send(out, tag, body);
                             } catch (IOException e) {
                                 // The reader sees the broken connection and aborts the group.
                                 LOG.debug("replica link of {}: cannot answer", group, e);
@@ -309,12 +307,6 @@ final class ReplicaLink implements AutoCloseable {
                 LOG.debug("closing a replica link connection", e);
             }
         }
-    }
-
-    /** What follows a message's tag. */
-    @FunctionalInterface
-    private interface Body {
-        void write(DataOutputStream out) throws IOException;
     }
 
     private static ThreadFactory daemon(String name) {

@@ -33,6 +33,19 @@ final class ReplicaWire {
 
     private ReplicaWire() {}
 
+    /** What follows a message's tag. */
+    @FunctionalInterface
+    interface Body {
+        void write(DataOutputStream out) throws IOException;
+    }
+
+    /** Writes message {@code tag} with {@code body} and flushes it; one writer at a time. */
+    static void send(DataOutputStream out, int tag, Body body) throws IOException {
+        out.writeByte(tag);
+        body.write(out);
+        out.flush();
+    }
+
     static void writeFloats(DataOutputStream out, float[] values) throws IOException {
         if (values == null) {
             out.writeInt(-1);
