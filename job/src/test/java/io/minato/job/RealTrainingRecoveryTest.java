@@ -18,13 +18,18 @@ import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Dataset;
 import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.test.junit5.MiniClusterExtension;
@@ -48,6 +53,8 @@ class RealTrainingRecoveryTest {
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
     private static final AtomicInteger RESTORES = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
+    // Per device, the checkpoint that took its first snapshot holding a model.
+    private static final Map<Integer, Long> FIRST_MODEL_CHECKPOINT = new ConcurrentHashMap<>();
     private static final Map<Integer, byte[]> FINAL_STATE = new ConcurrentHashMap<>();
 
     @TempDir Path data;
@@ -58,6 +65,7 @@ class RealTrainingRecoveryTest {
         SNAPSHOTS.set(0);
         RESTORES.set(0);
         FAILED.set(false);
+        FIRST_MODEL_CHECKPOINT.clear();
         FINAL_STATE.clear();
     }
 
@@ -95,14 +103,24 @@ class RealTrainingRecoveryTest {
                         .build();
         TrainerSink sink =
                 MiniClusterJobs.sink(
-                        new FailOnceAfterCheckpoints(training), run, settings.workload());
+                        new FailOnceAModelIsCheckpointed(
+                                training, run.resolve("checkpoints").toString()),
+                        run,
+                        settings.workload());
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, CHECKPOINT_INTERVAL, 2));
         new LoaderJob(settings, sink).build(env);
         env.execute("real training with a failure");
 
-        assertThat(FAILED).as("the fault was injected").isTrue();
+        assertThat(FAILED)
+                .as(
+                        "the fault was injected (%d snapshots with a model, first in checkpoints"
+                                + " %s, latest complete checkpoint %d)",
+                        SNAPSHOTS.get(),
+                        FIRST_MODEL_CHECKPOINT,
+                        newest(run.resolve("checkpoints"), true))
+                .isTrue();
         assertThat(RESTORES.get()).as("model parameters restored from a checkpoint").isPositive();
         TraceFiles.merge(run, run.resolve("trace.csv"));
         assertThat(MiniClusterJobs.trainedOnce(run.resolve("trace.csv")))
@@ -129,30 +147,43 @@ class RealTrainingRecoveryTest {
         }
     }
 
-    /** The real trainer, failing once on a step after three checkpoints; counts restores. */
-    record FailOnceAfterCheckpoints(TrainingSettings settings) implements AcceleratorFactory {
+    /**
+     * The real trainer, failing once on a step after a checkpoint holding every device's model has
+     * completed (counting snapshots was not enough: where checkpoints complete slowly, the fault
+     * came before any had, and the restart had no model to restore); counts restores.
+     */
+    record FailOnceAModelIsCheckpointed(TrainingSettings settings, String checkpoints)
+            implements AcceleratorFactory {
         @Override
         public Accelerator create(int device, int devices) {
             DjlAccelerator real = new DjlAccelerator(settings);
             return new Accelerator() {
                 @Override
                 public StepResult train(Batch batch) throws Exception {
-                    // After three checkpoints' snapshots: the first two have completed by then
-                    // (after only two the fault once came before either had, and the restart
-                    // had no model to restore).
-                    if (SNAPSHOTS.get() >= 3 * devices && FAILED.compareAndSet(false, true)) {
+                    if (modelCheckpointed(devices) && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
                     StepResult result = real.train(batch);
-                    if (SNAPSHOTS.get() < 3 * devices) {
-                        // Until then, steps slower than the checkpoint interval: these steps
-                        // of a tiny model could otherwise all end before three checkpoints reach
-                        // the trainers (seen in CI, and here with other builds on the cores),
-                        // and the fault would never come. A snapshot waits for the step to end,
-                        // so the step cannot wait for it instead.
-                        Thread.sleep(3 * CHECKPOINT_INTERVAL.toMillis());
+                    if (!FAILED.get()) {
+                        // Until then, steps slower than the checkpoint interval: these steps of a
+                        // tiny model could otherwise all end before a checkpoint completes, and
+                        // the fault would never come. A snapshot waits for the step to end, so
+                        // the step cannot wait for the checkpoint instead.
+                        Thread.sleep(5 * CHECKPOINT_INTERVAL.toMillis());
                     }
                     return result;
+                }
+
+                /**
+                 * Whether a checkpoint after the one with each device's first model has completed
+                 * (the next one: Flink triggers it only once that one is complete).
+                 */
+                private boolean modelCheckpointed(int devices) {
+                    if (FIRST_MODEL_CHECKPOINT.size() < devices) {
+                        return false;
+                    }
+                    long first = Collections.max(FIRST_MODEL_CHECKPOINT.values());
+                    return newest(Path.of(checkpoints), true) > first;
                 }
 
                 @Override
@@ -180,6 +211,14 @@ class RealTrainingRecoveryTest {
                     byte[] state = real.snapshot();
                     if (state.length > 0) {
                         SNAPSHOTS.incrementAndGet();
+                        // The checkpoint under way is the newest one Flink made a folder for.
+                        // (None found, as when a listing failed: the next snapshot tries again.)
+                        FIRST_MODEL_CHECKPOINT.computeIfAbsent(
+                                device,
+                                d -> {
+                                    long chk = newest(Path.of(checkpoints), false);
+                                    return chk < 0 ? null : chk;
+                                });
                     }
                     return state;
                 }
@@ -203,6 +242,26 @@ class RealTrainingRecoveryTest {
                     real.close();
                 }
             };
+        }
+    }
+
+    /**
+     * The newest {@code chk-N} folder's N under {@code checkpoints/<job id>/}, or -1: of a complete
+     * checkpoint (with its {@code _metadata}), or of any, complete or under way.
+     */
+    static long newest(Path checkpoints, boolean complete) {
+        if (!Files.isDirectory(checkpoints)) {
+            return -1;
+        }
+        try (Stream<Path> chks = Files.find(checkpoints, 2, (p, a) -> a.isDirectory())) {
+            return chks.filter(p -> p.getFileName().toString().startsWith("chk-"))
+                    .filter(p -> !complete || Files.isRegularFile(p.resolve("_metadata")))
+                    .mapToLong(p -> Long.parseLong(p.getFileName().toString().substring(4)))
+                    .max()
+                    .orElse(-1);
+        } catch (IOException | UncheckedIOException e) {
+            // A folder Flink deleted while we listed: look again on the next step.
+            return -1;
         }
     }
 }
