@@ -53,6 +53,12 @@ public interface Accelerator extends AutoCloseable {
     default void replicate(ReplicaGroup.Member member) {}
 
     /**
+     * How many CPU threads this accelerator's own operators may use: its share of its TaskManager's
+     * cores ({@link TorchThreads}). Given before the first step; ignored by default.
+     */
+    default void useThreads(int threads) {}
+
+    /**
      * A step without a batch, once this device is out of data while other replicas still train:
      * applies their update so that the replicas stay identical.
      *

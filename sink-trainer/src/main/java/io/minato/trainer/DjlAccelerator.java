@@ -133,6 +133,7 @@ public final class DjlAccelerator implements Accelerator {
     private long stagedSteps;
     private long step; // global steps applied
     private byte[] pendingRestore;
+    private int threads; // libtorch's CPU threads for this trainer; 0: its default
 
     public DjlAccelerator(TrainingSettings settings) {
         this(settings, Device.cpu());
@@ -167,6 +168,11 @@ public final class DjlAccelerator implements Accelerator {
     @Override
     public void replicate(ReplicaGroup.Member member) {
         this.member = member;
+    }
+
+    @Override
+    public void useThreads(int threads) {
+        this.threads = threads;
     }
 
     /** Global steps applied so far. */
@@ -285,6 +291,9 @@ public final class DjlAccelerator implements Accelerator {
         if (model != null) {
             return;
         }
+        // On the thread that trains, before its first operator: libtorch sizes a thread's pool
+        // when the thread first computes.
+        TorchThreads.use(threads);
         Engine.getInstance().setRandomSeed((int) settings.seed());
         Network network = settings.network();
         model = Model.newInstance(network.modelName(), device);

@@ -42,6 +42,8 @@ import org.apache.flink.streaming.api.operators.OperatorSnapshotFutures;
 import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.StreamTask;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The trainer sink's operator: one {@link TrainerSinkWriter} per subtask, fed the batches, flushed
@@ -55,6 +57,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                 BoundedOneInput,
                 WithCoordinator.Coordinated {
     private static final long serialVersionUID = 1L;
+    private static final Logger LOG = LoggerFactory.getLogger(TrainerOperator.class);
 
     /**
      * How often the trainer looks at its queue and, when it changed, tells the job's worker
@@ -114,6 +117,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                         getMetricGroup(),
                         FlinkGpus.of(
                                 getRuntimeContext().getExternalResourceInfos(FlinkGpus.RESOURCE)),
+                        threads(device),
                         replicas(),
                         mine);
         if (sink.skipBadSamples()) {
@@ -137,6 +141,20 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                         }
                     });
         }
+    }
+
+    /** This trainer's share of its TaskManager's cores, in libtorch's threads. */
+    private int threads(int device) {
+        int devices = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
+        TaskManagerRuntimeInfo tm = getContainingTask().getEnvironment().getTaskManagerInfo();
+        int threads = TorchThreads.perTrainer(tm.getConfiguration(), devices);
+        LOG.info(
+                "device {}: libtorch's CPU threads: {}",
+                device,
+                TorchThreads.chosenByUser()
+                        ? "as OMP_NUM_THREADS or ai.djl.pytorch.num_threads say"
+                        : threads + ", this trainer's share of its TaskManager's cores");
+        return threads;
     }
 
     /**

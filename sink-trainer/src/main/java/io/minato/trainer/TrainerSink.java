@@ -133,15 +133,16 @@ public final class TrainerSink implements Serializable {
 
     /**
      * The trainer of subtask {@code task}: its accelerator on the device it is given ({@code gpus}:
-     * what Flink's external resource framework gave this TaskManager), restored from {@code
-     * restored} (null: a fresh start), meeting the other devices' replicas through {@code
-     * replicas}.
+     * what Flink's external resource framework gave this TaskManager), using {@code threads} CPU
+     * threads (0: the accelerator's default), restored from {@code restored} (null: a fresh start),
+     * meeting the other devices' replicas through {@code replicas}.
      */
     TrainerSinkWriter createWriter(
             TaskInfo task,
             JobInfo job,
             MetricGroup metrics,
             FlinkGpus gpus,
+            int threads,
             Replicas replicas,
             TrainerWriterState restored)
             throws IOException {
@@ -149,6 +150,7 @@ public final class TrainerSink implements Serializable {
         Accelerator acc;
         try {
             acc = accelerator.create(device, task.getNumberOfParallelSubtasks(), gpus);
+            acc.useThreads(threads);
         } catch (Exception e) {
             throw new IOException("device " + device + ": cannot create the accelerator: " + e, e);
         }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
+import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.tracker.Tracker;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
@@ -195,6 +196,35 @@ class DjlAcceleratorTest {
             }
         }
         return (float) lr;
+    }
+
+    @Test
+    void shouldComputeWithItsShareOfThreadsOnTheThreadThatTrains() throws Exception {
+        assumeTrue(!TorchThreads.chosenByUser(), "OMP_NUM_THREADS chooses libtorch's threads");
+        ai.djl.engine.Engine.getEngine("PyTorch");
+        int before = JniUtils.getNumThreads();
+        int share = before == 1 ? 2 : 1; // not what libtorch would take anyway
+        int[] seen = new int[1];
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            a.useThreads(share);
+            // A thread of its own, as the trainer's: libtorch sizes a thread's pool when that
+            // thread first computes.
+            Thread trainer =
+                    new Thread(
+                            () -> {
+                                try {
+                                    a.train(batch());
+                                    seen[0] = JniUtils.getNumThreads();
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                            });
+            trainer.start();
+            trainer.join();
+        } finally {
+            JniUtils.setNumThreads(before);
+        }
+        assertThat(seen[0]).isEqualTo(share);
     }
 
     @Test

@@ -48,6 +48,7 @@ final class FakeTrainerContext {
                 new JobInfoImpl(job, "test"),
                 metrics,
                 FlinkGpus.of(List.of()),
+                0,
                 Replicas.inJvm(),
                 TrainerSink.restoredState(task.getIndexOfThisSubtask(), states));
     }

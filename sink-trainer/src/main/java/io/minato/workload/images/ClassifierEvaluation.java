@@ -14,6 +14,7 @@ import ai.djl.training.ParameterStore;
 import io.minato.data.BadInputException;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
+import io.minato.trainer.TorchThreads;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,6 +48,8 @@ public final class ClassifierEvaluation {
         }
         long correct = 0;
         long total = 0;
+        // All this JVM's cores: in an embedded run the trainers left libtorch at their share.
+        TorchThreads.use(Runtime.getRuntime().availableProcessors());
         try (Model model = Model.newInstance(name, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(network.newBlock());

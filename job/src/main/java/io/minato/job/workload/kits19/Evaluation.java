@@ -11,6 +11,7 @@ import ai.djl.training.ParameterStore;
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport.Dice;
 import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.TorchThreads;
 import io.minato.workload.kits19.CaseCheck;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.Volume;
@@ -74,6 +75,8 @@ public final class Evaluation {
         }
         double kidney = 0;
         double tumor = 0;
+        // All this JVM's cores: in an embedded run the trainers left libtorch at their share.
+        TorchThreads.use(Runtime.getRuntime().availableProcessors());
         try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(Unet3d.builder().optWidth(width).build());
