@@ -40,6 +40,7 @@ final class RemoteMember implements ReplicaGroup.Member {
     private volatile long outstanding; // the step posted and not answered; 0: none
     private volatile long completedAtCut = -1;
     private volatile boolean cutPending;
+    private volatile boolean othersStarving;
     private volatile long startStep;
     private volatile Throwable failure;
     private volatile boolean leaving;
@@ -168,6 +169,16 @@ final class RemoteMember implements ReplicaGroup.Member {
     }
 
     @Override
+    public void starving(boolean starving) {
+        sendQuietly(o -> o.writeBoolean(starving), ReplicaWire.STARVING);
+    }
+
+    @Override
+    public boolean othersStarving() {
+        return othersStarving;
+    }
+
+    @Override
     public void snapshotted(long checkpointId) {
         sendQuietly(o -> o.writeLong(checkpointId), ReplicaWire.SNAPSHOTTED);
     }
@@ -242,6 +253,7 @@ final class RemoteMember implements ReplicaGroup.Member {
                     case ReplicaWire.AVERAGE -> call.complete(ReplicaWire.readFloats(in));
                     case ReplicaWire.CUT_TAKEN -> cutTaken.complete(in.readLong());
                     case ReplicaWire.CUT_PENDING -> cutPending = in.readBoolean();
+                    case ReplicaWire.OTHERS_STARVING -> othersStarving = in.readBoolean();
                     case ReplicaWire.FAILED -> fail(new IllegalStateException(in.readUTF()));
                     default -> throw new IOException("unknown replica message " + tag);
                 }

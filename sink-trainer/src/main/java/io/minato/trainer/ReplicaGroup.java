@@ -64,13 +64,21 @@ public final class ReplicaGroup {
     private int initialCount;
     private long cutCheckpoint = -1; // -1: no cut held
     private final boolean[] cutTaken;
-    // Told whenever a cut starts or ends to hold the group (the links to other TaskManagers).
-    private final CopyOnWriteArrayList<CutWatcher> cutWatchers = new CopyOnWriteArrayList<>();
+    // Replicas whose trainer waits for a batch with none queued (see Member#starving).
+    private final boolean[] starving;
+    // Told whenever what a writer takes beyond its queue changes (the links to other
+    // TaskManagers).
+    private final CopyOnWriteArrayList<Watch> watches = new CopyOnWriteArrayList<>();
 
-    /** Told, under the group's lock, whether a cut holds the group now; must not block. */
-    interface CutWatcher {
-        void cutPending(boolean pending);
+    /**
+     * Told, under the group's lock, whether a cut holds the group and whether a replica other than
+     * the watched one starves, now and on every change; must not block.
+     */
+    interface GroupWatcher {
+        void changed(boolean cutPending, boolean othersStarving);
     }
+
+    private record Watch(int replica, GroupWatcher watcher) {}
 
     private ReplicaGroup(String id, int size, Duration joinTimeout) {
         this.id = id;
@@ -83,6 +91,7 @@ public final class ReplicaGroup {
         hasPosted = new boolean[size];
         parked = new boolean[size];
         cutTaken = new boolean[size];
+        starving = new boolean[size];
         initialSteps = new long[size];
     }
 
@@ -169,6 +178,22 @@ public final class ReplicaGroup {
 
         /** Whether a cut holds the group: writers then accept batches beyond their queue. */
         boolean cutPending();
+
+        /**
+         * This replica's trainer waits for a batch and has none queued ({@code true}), or has one
+         * again or is out of input ({@code false}). Its batches may sit upstream behind other
+         * devices' samples that those devices' full queues hold back.
+         */
+        void starving(boolean starving);
+
+        /**
+         * Whether another replica still training starves: this replica's writer then accepts
+         * batches beyond its queue, so that the upstream operators it shares with the starving one
+         * move on. Only then: a writer that took batches whenever its step waited for the others
+         * would take in the whole input while steps alternate, and its task would then wait out the
+         * training of all of it at the end of input, where it takes no snapshots.
+         */
+        boolean othersStarving();
 
         /** This replica's snapshot of {@code checkpointId} is taken; may release the cut. */
         void snapshotted(long checkpointId);
@@ -330,7 +355,7 @@ public final class ReplicaGroup {
                     cutCheckpoint = checkpointId;
                     Arrays.fill(cutTaken, false);
                     if (started) {
-                        tellCutWatchers(true);
+                        tellWatchers();
                     }
                 }
             } finally {
@@ -343,6 +368,29 @@ public final class ReplicaGroup {
             lock.lock();
             try {
                 return cutCheckpoint >= 0;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public void starving(boolean starving) {
+            lock.lock();
+            try {
+                if (ReplicaGroup.this.starving[replica] != starving) {
+                    ReplicaGroup.this.starving[replica] = starving;
+                    tellWatchers();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public boolean othersStarving() {
+            lock.lock();
+            try {
+                return othersStarve(replica);
             } finally {
                 lock.unlock();
             }
@@ -366,7 +414,9 @@ public final class ReplicaGroup {
             lock.lock();
             try {
                 ended[replica] = true;
+                starving[replica] = false;
                 releaseCutIfTaken();
+                tellWatchers();
             } finally {
                 lock.unlock();
             }
@@ -427,19 +477,22 @@ public final class ReplicaGroup {
             }
         }
 
-        /** Tells {@code watcher} now and whenever a cut starts or stops holding the group. */
-        void watchCuts(CutWatcher watcher) {
+        /**
+         * Tells {@code watcher}, for this replica, now and on every change: whether a cut holds the
+         * group and whether another replica starves.
+         */
+        void watch(GroupWatcher watcher) {
             lock.lock();
             try {
-                cutWatchers.add(watcher);
-                watcher.cutPending(cutCheckpoint >= 0);
+                watches.add(new Watch(replica, watcher));
+                watcher.changed(cutCheckpoint >= 0, othersStarve(replica));
             } finally {
                 lock.unlock();
             }
         }
 
-        void unwatchCuts(CutWatcher watcher) {
-            cutWatchers.remove(watcher);
+        void unwatch(GroupWatcher watcher) {
+            watches.removeIf(w -> w.watcher() == watcher);
         }
     }
 
@@ -453,15 +506,24 @@ public final class ReplicaGroup {
             }
         }
         cutCheckpoint = -1;
-        tellCutWatchers(false);
+        tellWatchers();
         tryPublish();
         changed.signalAll();
     }
 
-    private void tellCutWatchers(boolean pending) {
-        for (CutWatcher w : cutWatchers) {
-            w.cutPending(pending);
+    private void tellWatchers() {
+        for (Watch w : watches) {
+            w.watcher().changed(cutCheckpoint >= 0, othersStarve(w.replica()));
         }
+    }
+
+    private boolean othersStarve(int replica) {
+        for (int r = 0; r < size; r++) {
+            if (r != replica && starving[r] && !ended[r]) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Completes the step when every replica posted and no cut holds the group. */

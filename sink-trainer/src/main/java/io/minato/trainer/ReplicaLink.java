@@ -129,6 +129,9 @@ final class ReplicaLink implements AutoCloseable {
         private ReplicaGroup.LocalMember member;
         private int replica = -1;
         private volatile boolean left;
+        // What the remote replica was last told (it starts believing false for both).
+        private boolean toldCutPending;
+        private boolean toldOthersStarving;
 
         Connection(Socket socket) {
             this.socket = socket;
@@ -137,8 +140,7 @@ final class ReplicaLink implements AutoCloseable {
         }
 
         void serve() {
-            ReplicaGroup.CutWatcher watcher =
-                    pending -> send(o -> o.writeBoolean(pending), ReplicaWire.CUT_PENDING);
+            ReplicaGroup.GroupWatcher watcher = this::groupChanged;
             try {
                 socket.setTcpNoDelay(true);
                 DataInputStream in =
@@ -150,7 +152,7 @@ final class ReplicaLink implements AutoCloseable {
                 if (!hello(in)) {
                     return;
                 }
-                member.watchCuts(watcher);
+                member.watch(watcher);
                 while (!left) {
                     int tag = in.readUnsignedByte();
                     switch (tag) {
@@ -169,6 +171,7 @@ final class ReplicaLink implements AutoCloseable {
                             send(o -> o.writeLong(taken), ReplicaWire.CUT_TAKEN);
                         }
                         case ReplicaWire.SNAPSHOTTED -> member.snapshotted(in.readLong());
+                        case ReplicaWire.STARVING -> member.starving(in.readBoolean());
                         case ReplicaWire.END -> member.end();
                         case ReplicaWire.ABORT ->
                                 member.abort(
@@ -195,7 +198,7 @@ final class ReplicaLink implements AutoCloseable {
                 }
             } finally {
                 if (member != null) {
-                    member.unwatchCuts(watcher);
+                    member.unwatch(watcher);
                     if (!left) {
                         member.leave();
                     }
@@ -284,6 +287,18 @@ final class ReplicaLink implements AutoCloseable {
         }
 
         /** Writes message {@code tag} with {@code body} on the sender thread. */
+        /** Under the group's lock: tells the remote replica what changed, and only that. */
+        private void groupChanged(boolean cutPending, boolean othersStarving) {
+            if (cutPending != toldCutPending) {
+                toldCutPending = cutPending;
+                send(o -> o.writeBoolean(cutPending), ReplicaWire.CUT_PENDING);
+            }
+            if (othersStarving != toldOthersStarving) {
+                toldOthersStarving = othersStarving;
+                send(o -> o.writeBoolean(othersStarving), ReplicaWire.OTHERS_STARVING);
+            }
+        }
+
         private void send(ReplicaWire.Body body, int tag) {
             try {
                 sender.execute(

@@ -20,6 +20,7 @@ final class ReplicaWire {
     static final int END = 6;
     static final int ABORT = 7; // message
     static final int LEAVE = 8;
+    static final int STARVING = 9; // whether the replica waits for a batch with none queued
 
     // From the group to a replica.
     static final int INITIAL_STATE = 21; // start step, state
@@ -27,6 +28,7 @@ final class ReplicaWire {
     static final int CUT_TAKEN = 23; // global steps completed when the cut took hold
     static final int CUT_PENDING = 24; // whether a cut holds the group
     static final int FAILED = 25; // message: the group aborted
+    static final int OTHERS_STARVING = 26; // whether another replica starves
 
     /** The largest state or gradient a message may carry: a corrupt length fails, not allocates. */
     private static final int MAX_LENGTH = Integer.MAX_VALUE - 16;

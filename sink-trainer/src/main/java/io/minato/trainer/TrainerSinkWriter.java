@@ -197,14 +197,14 @@ public final class TrainerSinkWriter implements AutoCloseable {
         }
         lock.lockInterruptibly();
         try {
-            // Replicas: never hold the upstream back while this device waits for the others.
-            // A step parked in the all-reduce waits for other devices' batches, which may sit
-            // behind this device's samples in the shared operators upstream; and while a
-            // checkpoint cut holds the group, the task must reach its barrier. Either way the
-            // batch is taken beyond the queue's depth rather than wait for a step that cannot end.
+            // Replicas: never hold the upstream back while another device starves, nor while a
+            // checkpoint cut holds the group. A starving device's batches may sit behind this
+            // device's samples in the shared operators upstream, and the step waits for it; while
+            // a cut holds, the task must reach its barrier. Either way the batch is taken beyond
+            // the queue's depth rather than wait for a step that cannot end.
             while (failure == null
                     && queue.size() >= queueDepth
-                    && !(member != null && (member.cutPending() || member.parked()))) {
+                    && !(member != null && (member.cutPending() || member.othersStarving()))) {
                 awaitChange();
             }
             throwIfFailed();
@@ -396,6 +396,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     private void runWorker() {
         long step = -1;
+        boolean starving = false; // what the replica group was last told
         try {
             while (true) {
                 Batch batch;
@@ -403,6 +404,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 lock.lock();
                 try {
                     while (!closing && (pendingSnapshots > 0 || (queue.isEmpty() && !idle()))) {
+                        if (member != null && !starving && queue.isEmpty() && !inputEnded) {
+                            // The other devices' writers now take batches beyond their queues.
+                            starving = true;
+                            member.starving(true);
+                        }
                         changed.await();
                     }
                     if (closing) {
@@ -415,6 +421,10 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     stepRunning = true;
                 } finally {
                     lock.unlock();
+                }
+                if (starving) {
+                    starving = false;
+                    member.starving(false);
                 }
                 if (batch == null) {
                     idleStep();

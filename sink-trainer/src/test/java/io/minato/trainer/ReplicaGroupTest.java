@@ -195,6 +195,31 @@ class ReplicaGroupTest {
         assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(1f);
     }
 
+    /** Each replica learns when another one starves, and stops hearing it once that one ended. */
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldTellTheOthersWhileAReplicaStarves(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
+        start(a, b);
+        assertThat(a.othersStarving()).isFalse();
+        assertThat(b.othersStarving()).isFalse();
+
+        b.starving(true);
+        await(a::othersStarving);
+        assertThat(b.othersStarving()).as("its own starving is not another's").isFalse();
+        a.starving(true);
+        await(b::othersStarving);
+
+        b.starving(false);
+        await(() -> !a.othersStarving());
+        assertThat(b.othersStarving()).isTrue();
+        // Out of input, a replica no longer counts as starving.
+        a.end();
+        await(() -> !b.othersStarving());
+    }
+
     @ParameterizedTest(name = "the second replica in {0}")
     @ValueSource(strings = {THIS_TM, ANOTHER_TM})
     void shouldWakeWaitingReplicasWhenOneLeavesBeforeTheEnd(String where) throws Exception {

@@ -18,6 +18,7 @@ import io.minato.trainer.gpu.FakeGpuMonitor;
 import io.minato.trainer.gpu.GpuMonitor;
 import io.minato.trainer.gpu.GpuStats;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -101,12 +102,13 @@ class TrainerSinkWriterTest {
     }
 
     /**
-     * A replica waiting in the all-reduce for another device must not hold the upstream back: the
-     * other device's batches may sit behind this device's samples in the shared operators.
+     * A writer whose step waits for a starving replica must not hold the upstream back: the other
+     * device's batches may sit behind this device's samples in the shared operators. While no
+     * replica starves, its queue keeps its depth, even with its step waiting for the others.
      */
     @ParameterizedTest(name = "the other replica in {0}")
     @ValueSource(strings = {"this TaskManager", "another TaskManager"})
-    void shouldTakeBatchesBeyondTheQueueWhileTheStepWaitsForOtherReplicas(String where)
+    void shouldTakeBatchesBeyondTheQueueOnlyWhileAnotherReplicaStarves(String where)
             throws Exception {
         String group = "writer-" + UUID.randomUUID();
         TrainerSinkWriter w =
@@ -139,14 +141,42 @@ class TrainerSinkWriterTest {
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () -> {
-                    for (int i = 0; i < 5; i++) {
-                        w.write(batch(0, i));
-                    }
+                    w.write(batch(0, 0));
+                    w.write(batch(0, 1));
+                });
+        // The step of batch 0 waits for the other replica, which is busy, not starving: the
+        // queue is at its depth and the next batch waits.
+        Thread third =
+                new Thread(
+                        () -> {
+                            try {
+                                w.write(batch(0, 2));
+                            } catch (IOException e) {
+                                throw new UncheckedIOException(e);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        });
+        third.start();
+        third.join(500);
+        assertThat(third.isAlive()).as("a write beyond the depth waits").isTrue();
+        assertThat(w.queued()).isEqualTo(2);
+
+        // Now it starves: its batches may be stuck behind these, so this writer takes them all.
+        other.starving(true);
+        third.join(TIMEOUT.toMillis());
+        assertThat(third.isAlive()).isFalse();
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    w.write(batch(0, 3));
+                    w.write(batch(0, 4));
                 });
         assertThat(w.queued()).isEqualTo(5);
         assertThat(w.counters().steps()).isZero();
 
         // The other replica catches up: every batch is trained, then both run out of data.
+        other.starving(false);
         otherStart.join(TIMEOUT.toMillis());
         Thread otherSteps =
                 new Thread(
