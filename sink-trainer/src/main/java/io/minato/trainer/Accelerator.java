@@ -59,6 +59,14 @@ public interface Accelerator extends AutoCloseable {
     default void useThreads(int threads) {}
 
     /**
+     * Readies the device before the first step, on the thread that trains: for a model, builds it,
+     * restores it and shares it with the replicas. The writer may snapshot meanwhile, so that the
+     * first checkpoint after a restore need not wait for a cold start: {@link #snapshot} then gives
+     * the state as restored (or none). Nothing by default.
+     */
+    default void prepare() throws Exception {}
+
+    /**
      * A step without a batch, once this device is out of data while other replicas still train:
      * applies their update so that the replicas stay identical.
      *

@@ -133,6 +133,10 @@ public final class DjlAccelerator implements Accelerator {
     private long stagedSteps;
     private long step; // global steps applied
     private byte[] pendingRestore;
+    // Set, with pendingRestore cleared, once the model is built, restored and shared: until then
+    // a snapshot (taken while the trainer's thread prepares) gives the state as restored.
+    private final Object published = new Object();
+    private volatile boolean ready;
     private int threads; // libtorch's CPU threads for this trainer; 0: its default
 
     public DjlAccelerator(TrainingSettings settings) {
@@ -287,8 +291,13 @@ public final class DjlAccelerator implements Accelerator {
         return true;
     }
 
+    @Override
+    public void prepare() throws InterruptedException {
+        initialize();
+    }
+
     private void initialize() throws InterruptedException {
-        if (model != null) {
+        if (ready) {
             return;
         }
         // On the thread that trains, before its first operator: libtorch sizes a thread's pool
@@ -311,7 +320,6 @@ public final class DjlAccelerator implements Accelerator {
                         state, settings.momentum(), settings.weightDecay(), settings.nesterov());
         if (pendingRestore != null) {
             decodeState(pendingRestore);
-            pendingRestore = null;
         }
         if (member != null) {
             // Replica 0's state, fresh or restored, is everyone's: replicas cannot diverge.
@@ -320,6 +328,10 @@ public final class DjlAccelerator implements Accelerator {
             if (member.replica() != 0) {
                 decodeState(initial);
             }
+        }
+        synchronized (published) {
+            ready = true;
+            pendingRestore = null;
         }
     }
 
@@ -337,8 +349,10 @@ public final class DjlAccelerator implements Accelerator {
      */
     @Override
     public byte[] snapshot() {
-        if (model == null) {
-            return pendingRestore != null ? pendingRestore : new byte[0];
+        synchronized (published) {
+            if (!ready) {
+                return pendingRestore != null ? pendingRestore : new byte[0];
+            }
         }
         return encodeState();
     }
@@ -348,7 +362,7 @@ public final class DjlAccelerator implements Accelerator {
         if (state.length == 0) {
             return;
         }
-        if (model == null) {
+        if (!ready) {
             pendingRestore = state; // applied when the model exists
         } else {
             decodeState(state);

@@ -120,6 +120,8 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
                         threads(device),
                         replicas(),
                         mine);
+        StreamTask<?, ?> task = getContainingTask();
+        writer.whileRestoring(() -> !task.isRunning());
         if (sink.skipBadSamples()) {
             Quarantine q = Quarantine.of(context);
             quarantine = q;

@@ -21,6 +21,7 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.apache.flink.metrics.MetricGroup;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,6 +55,8 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private TrainerSink.RunEnd runEnd; // null: nothing to do at the run's end
     private volatile boolean endedNormally;
     private final int queueDepth;
+    // Whether the task still consumes the in-flight data of the checkpoint it restored.
+    private volatile BooleanSupplier restoring = () -> false;
     private final Accelerator accelerator;
     private final SamplesPreparedAgain preparedAgain;
     private final DeviceOutputs outputs;
@@ -202,8 +205,12 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // device's samples in the shared operators upstream, and the step waits for it; while
             // a cut holds, the task must reach its barrier. Either way the batch is taken beyond
             // the queue's depth rather than wait for a step that cannot end.
+            // And never while the task restores: Flink takes no checkpoint until it has consumed
+            // the in-flight data of the one it restored, and those batches are few (what the
+            // network buffers held) and checkpointed as identities in the queue anyway.
             while (failure == null
                     && queue.size() >= queueDepth
+                    && !restoring.getAsBoolean()
                     && !(member != null && (member.cutPending() || member.othersStarving()))) {
                 awaitChange();
             }
@@ -371,6 +378,15 @@ public final class TrainerSinkWriter implements AutoCloseable {
      * Under {@code --on-bad-sample skip}: a sample this trainer prepares again (after a restore)
      * whose source went bad is left out and its source quarantined, as the workers do.
      */
+    /**
+     * Tells the writer how to see that its task still consumes the in-flight data of a restored
+     * checkpoint: it then takes batches beyond its queue, so that recovery ends, and checkpoints
+     * resume, without waiting for those batches' steps.
+     */
+    void whileRestoring(BooleanSupplier restoring) {
+        this.restoring = restoring;
+    }
+
     void leaveOutBadSamples(SampleRecipe.LeftOut quarantine) {
         preparedAgain.leaveOutBadSamples(quarantine);
     }
@@ -398,6 +414,9 @@ public final class TrainerSinkWriter implements AutoCloseable {
         long step = -1;
         boolean starving = false; // what the replica group was last told
         try {
+            // Outside any step: a checkpoint need not wait for a cold start (the model built,
+            // restored and shared with the replicas).
+            accelerator.prepare();
             while (true) {
                 Batch batch;
                 Batch next;

@@ -227,6 +227,29 @@ class DjlAcceleratorTest {
         assertThat(seen[0]).isEqualTo(share);
     }
 
+    /**
+     * Prepared on the trainer's thread before the first step, the model comes back as restored;
+     * until then a snapshot gives the restored state itself, so a checkpoint need not wait.
+     */
+    @Test
+    void shouldSnapshotTheRestoredStateBeforeAndAfterPreparing() throws Exception {
+        byte[] state;
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            a.train(batch());
+            state = a.snapshot();
+        }
+        try (DjlAccelerator b = new DjlAccelerator(SETTINGS)) {
+            b.restore(state);
+            assertThat(b.snapshot()).as("before preparing").isEqualTo(state);
+            b.prepare();
+            assertThat(b.step()).isEqualTo(1);
+            assertThat(b.snapshot()).as("prepared").isEqualTo(state);
+        }
+        try (DjlAccelerator fresh = new DjlAccelerator(SETTINGS)) {
+            assertThat(fresh.snapshot()).as("nothing to restore, nothing trained").isEmpty();
+        }
+    }
+
     @Test
     void shouldSaveTheTrainedModelInDjlsFormatAtTheEnd(@TempDir Path dir) throws Exception {
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {

@@ -30,6 +30,7 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
@@ -79,6 +80,39 @@ class TrainerSinkWriterTest {
         assertThat(third.isAlive()).as("third write returned after one step").isFalse();
         assertThat(w.counters().steps()).isEqualTo(1);
         assertThat(w.queued()).isEqualTo(2);
+    }
+
+    /**
+     * While its task consumes a restored checkpoint's in-flight data, the writer takes every batch:
+     * Flink takes no checkpoint until that data is consumed, so it must not wait for steps.
+     */
+    @Test
+    void shouldTakeBatchesBeyondTheQueueWhileTheTaskRestores() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        AtomicBoolean restoring = new AtomicBoolean(true);
+        w.whileRestoring(restoring::get);
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    for (int i = 0; i < 5; i++) {
+                        w.write(batch(0, i));
+                    }
+                });
+        assertThat(w.queued()).isEqualTo(5);
+        assertThat(w.counters().steps()).isZero();
+
+        // Running: the queue's depth holds again.
+        restoring.set(false);
+        Thread sixth = new Thread(() -> writeUnchecked(w, batch(0, 5)));
+        sixth.start();
+        await(() -> sixth.getState() == Thread.State.WAITING);
+        assertThat(w.queued()).isEqualTo(5);
+        gate.open(4);
+        sixth.join(TIMEOUT.toMillis());
+        assertThat(sixth.isAlive())
+                .as("the sixth write returned once the queue was short")
+                .isFalse();
     }
 
     /** Each step is told the batch queued behind it, for the accelerator to stage meanwhile. */
