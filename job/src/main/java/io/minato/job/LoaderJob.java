@@ -463,8 +463,8 @@ public final class LoaderJob {
         // Batch k goes to device k % G. Not partitionCustom: Flink refuses custom partitioners
         // under unaligned checkpoints; device keys land one device per subtask instead.
         DeviceKeys keys = new DeviceKeys(s.devices());
-        // In the trainers' slots, as PyTorch's DataLoader runs in the training process: its
-        // head-of-line clock is then the trainers' own (one per TaskManager).
+        // In the trainers' slots, as PyTorch's DataLoader runs in the training process. Its
+        // batches carry how long it held each back, to whichever TaskManager trains on them.
         return inTrainingSlots(
                         tasks.transform(
                                 "InOrderLoader",

@@ -122,15 +122,15 @@ final class DjlDataset extends RandomAccessDataset {
 
     /**
      * Back from DJL's stacked NDArrays to the samples the trainer takes; the stack holds the
-     * batch's samples that were not left out, in order.
+     * batch's samples that were not left out, in order. The batch carries {@code heldBackNanos}.
      */
-    Batch toBatch(ai.djl.training.dataset.Batch djl, long first) {
+    Batch toBatch(ai.djl.training.dataset.Batch djl, long first, long heldBackNanos) {
         int size = djl.getSize();
         if (djl.getData().isEmpty()) {
             for (int i = 0; i < size; i++) {
                 takeLeftOut(first + i);
             }
-            return new Batch(0, 0, List.of());
+            return new Batch(0, 0, List.of(), heldBackNanos);
         }
         NDArray images = djl.getData().singletonOrThrow();
         NDArray labels = djl.getLabels().singletonOrThrow();
@@ -154,7 +154,7 @@ final class DjlDataset extends RandomAccessDataset {
             samples.add(
                     new PreparedSample(task(index), SamplePath.FAST, takePrepNanos(index), arrays));
         }
-        return new Batch(0, 0, samples);
+        return new Batch(0, 0, samples, heldBackNanos);
     }
 
     static final class Builder extends RandomAccessDataset.BaseBuilder<Builder> {

@@ -217,8 +217,14 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         }
         output.collect(
                 new StreamRecord<>(
-                        GlobalBatchState.toDevice(k, devices, b.samples(), baseline.trainers)));
+                        GlobalBatchState.toDevice(
+                                k, devices, b.samples(), b.heldBackNanos(), baseline.trainers)));
         batchesMetric.inc();
+    }
+
+    /** Whether a prepared batch waits behind an unfinished head now (a hold); for tests. */
+    boolean holdingBack() {
+        return baseline.order.holding();
     }
 
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
@@ -243,8 +249,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 for (ai.djl.training.dataset.Batch djl :
                         dataset.getData(manager, sampler, executor)) {
                     try (djl) {
-                        baseline.order.handedOut(first / batchSize);
-                        handover.put(dataset.toBatch(djl, first));
+                        long heldBackNanos = baseline.order.handedOut(first / batchSize);
+                        handover.put(dataset.toBatch(djl, first, heldBackNanos));
                     }
                     first += batchSize;
                 }

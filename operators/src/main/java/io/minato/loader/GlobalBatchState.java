@@ -59,12 +59,18 @@ final class GlobalBatchState {
 
     /**
      * Global batch {@code k} is device {@code k % devices}'s batch of step {@code k / devices}; its
-     * patches wait in the handoff only if that device's trainer runs in this TaskManager.
+     * patches wait in the handoff only if that device's trainer runs in this TaskManager. It
+     * carries {@code heldBackNanos} ({@link InOrderBatches#handedOut}).
      */
-    static Batch toDevice(long k, int devices, List<PreparedSample> samples, Receivers trainers) {
+    static Batch toDevice(
+            long k,
+            int devices,
+            List<PreparedSample> samples,
+            long heldBackNanos,
+            Receivers trainers) {
         int device = (int) (k % devices);
         List<PreparedSample> routed = trainers.route(device, samples);
-        return new Batch(device, k / devices, routed);
+        return new Batch(device, k / devices, routed, heldBackNanos);
     }
 
     /** Fails an operator whose subtasks would each number batches from 0. */

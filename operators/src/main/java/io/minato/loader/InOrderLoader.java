@@ -220,13 +220,14 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         inFlight.removeFirst();
         outstanding = inFlight.size();
         long k = head.number();
-        baseline.order.handedOut(k);
+        long heldBackNanos = baseline.order.handedOut(k);
         if (samples.isEmpty()) {
             return; // every sample of it was left out
         }
         output.collect(
                 new StreamRecord<>(
-                        GlobalBatchState.toDevice(k, devices, samples, baseline.trainers)));
+                        GlobalBatchState.toDevice(
+                                k, devices, samples, heldBackNanos, baseline.trainers)));
         batches.inc();
     }
 
@@ -281,7 +282,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         return new PreparedSample(task, SamplePath.FAST, CpuClock.threadNanos() - cpu0, patch);
     }
 
-    /** Whether a prepared batch waits behind an unfinished head now (the head-of-line clock). */
+    /** Whether a prepared batch waits behind an unfinished head now (a hold). */
     boolean holdingBack() {
         return baseline.order.holding();
     }

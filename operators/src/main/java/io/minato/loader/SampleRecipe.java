@@ -72,7 +72,7 @@ public final class SampleRecipe implements Serializable {
         if (dropped) {
             full.removeIf(java.util.Objects::isNull);
         }
-        return new Batch(batch.device(), batch.sequence(), full);
+        return batch.withSamples(full);
     }
 
     /** What a trainer that prepares samples again leaves out under {@code --on-bad-sample skip}. */

@@ -144,9 +144,8 @@ public final class WorkerScheduler {
     }
 
     /**
-     * The name of a job attempt's scheduler (and head-of-line clock) in the TaskManager whose
-     * operator has {@code metrics}: one per TaskManager, also where several share a JVM (a
-     * MiniCluster), as on a cluster.
+     * The name of a job attempt's scheduler in the TaskManager whose operator has {@code metrics}:
+     * one per TaskManager, also where several share a JVM (a MiniCluster), as on a cluster.
      */
     public static String inTaskManager(String key, MetricGroup metrics) {
         return key + "@" + SampleHandoff.taskManagerOf(metrics);

@@ -16,48 +16,51 @@ import io.minato.spi.Workload;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
 
-/** DJL's own loader: its prefetch in flight, in order, and its head-of-line clock. */
+/** DJL's own loader: its prefetch in flight, in order, and how long it held each batch back. */
 class DjlLoaderTest {
     /** Sample 0's preparation waits for this. */
     static final CountDownLatch GATE = new CountDownLatch(1);
 
     /**
      * With its prefetch's worth of batches at hand, DJL prepares them at once: batch 1 is ready
-     * while batch 0 waits for its slow sample, is not handed out before it, and the job's
-     * head-of-line clock runs meanwhile.
+     * while batch 0 waits for its slow sample, is not handed out before it, and batch 0 carries the
+     * hold.
      */
     @Test
     void shouldPrepareItsPrefetchAtOnceAndHoldReadyBatchesBehindASlowHead() throws Exception {
         DjlLoader op = new DjlLoader(new Workload<>("gated", new Gated(), new Gated()), 2, 1, 2);
         try (var h = new OneInputStreamOperatorTestHarness<SampleTask, Batch>(op)) {
             h.open();
-            HeadOfLine clock = HeadOfLine.of(op.getRuntimeContext(), op.getMetricGroup());
+            long fed = System.nanoTime();
             // 2 x 2 worker threads = 4 batches of prefetch; sample 0 (batch 0) is held.
             for (int i = 0; i < 8; i++) {
                 h.processElement(new SampleTask(1, 0, i, i), i);
             }
             long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-            long held = 0;
-            while (held == 0 && System.nanoTime() < deadline) {
+            while (!op.holdingBack() && System.nanoTime() < deadline) {
                 Thread.sleep(5);
-                held = clock.heldNanos(System.nanoTime());
             }
-            assertThat(held).as("a batch ready behind batch 0").isPositive();
+            assertThat(op.holdingBack()).as("a batch ready behind batch 0").isTrue();
+            Thread.sleep(20);
             assertThat(h.extractOutputValues()).as("nothing overtakes batch 0").isEmpty();
             GATE.countDown();
             h.endInput();
-            assertThat(h.extractOutputValues())
+            long heldAtMost = System.nanoTime() - fed;
+            List<Batch> out = h.extractOutputValues();
+            assertThat(out)
                     .flatExtracting(Batch::samples)
                     .extracting(s -> s.task().index())
                     .containsExactly(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L);
-            long stopped = clock.heldNanos(System.nanoTime());
-            Thread.sleep(5);
-            assertThat(clock.heldNanos(System.nanoTime())).as("stopped").isEqualTo(stopped);
+            assertThat(out.get(0).heldBackNanos())
+                    .as("batch 0 ended the hold")
+                    .isBetween(Duration.ofMillis(20).toNanos(), heldAtMost);
+            assertThat(op.holdingBack()).isFalse();
         }
     }
 

@@ -9,8 +9,8 @@ import io.minato.sample.SamplePath;
  * consistent copy. Busy time is what the accelerator reports per step; wait time is the gaps
  * between consecutive steps (start-up before the first step is not waiting), and {@code
  * headOfLineNanos} the part of it while a loader held a ready batch back behind an unfinished one
- * ({@link io.minato.loader.HeadOfLine}); the rest of the wait is the workers being behind. Times of
- * day are epoch millis (0: no step yet), durations nanos.
+ * ({@link Batch#heldBackNanos}); the rest of the wait is the workers being behind. Times of day are
+ * epoch millis (0: no step yet), durations nanos.
  *
  * <p>The first epoch (epoch 0, the one that meets every case cold) is told apart from the later
  * ones: {@code firstEpochEndMillis} is when the last step holding an epoch-0 sample ended, and

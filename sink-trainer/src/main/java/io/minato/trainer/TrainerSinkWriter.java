@@ -1,6 +1,5 @@
 package io.minato.trainer;
 
-import io.minato.loader.HeadOfLine;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
 import io.minato.loader.pacing.QueueReport;
@@ -176,7 +175,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         // are; the workers of others hear of this queue through the job (TrainerOperator).
         String here = WorkerScheduler.inTaskManager(groupId, metrics);
         WorkerScheduler scheduler = WorkerScheduler.of(here);
-        clock = new StepClock(HeadOfLine.of(here));
+        clock = new StepClock();
         scheduling = scheduler.queue(() -> held, queueDepth);
         if (outputDir != null) {
             TrainingProgress.of(outputDir).register(device, this::counters, scheduler);

@@ -14,8 +14,11 @@ import org.apache.flink.core.memory.DataOutputSerializer;
  *
  * <p>Queued batches are written with the job's {@link BatchSerializer}, their samples as identities
  * only (since version 2; version 1 held the patches): the trainer prepares them again after a
- * restore. Version 3 added the first epoch's end to the counters, version 4 the head-of-line part
- * of the wait (a version-3 state reads as none). A change to that format needs a new version here.
+ * restore. They are written without how long their loader held them back ({@link
+ * Batch#heldBackNanos}), and read back as held for no time: the wait for a batch queued before the
+ * restore is not its loader's doing. Version 3 added the first epoch's end to the counters, version
+ * 4 the head-of-line part of the wait (a version-3 state reads as none). A change to that format
+ * needs a new version here.
  */
 public final class TrainerWriterStateSerializer
         implements SimpleVersionedSerializer<TrainerWriterState> {

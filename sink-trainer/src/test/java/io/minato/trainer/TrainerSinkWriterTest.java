@@ -7,8 +7,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
-import io.minato.loader.HeadOfLine;
-import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.SamplePath;
 import io.minato.trainer.TestAccelerators.Failing;
@@ -32,7 +30,6 @@ import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
-import org.apache.flink.api.common.JobID;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.junit.jupiter.api.AfterEach;
@@ -363,37 +360,40 @@ class TrainerSinkWriterTest {
     }
 
     /**
-     * The wait between steps is split by the job's head-of-line clock: the part while a loader held
-     * a ready batch back, and the rest, when the workers were behind.
+     * The wait between steps is split by how long the loader held the awaited batch back: that much
+     * of the wait, at most all of it, was head-of-line, and the rest the workers being behind. The
+     * first step's start-up is no wait, whatever its batch carries.
      */
     @Test
     void shouldCountTheWaitWhileALoaderHeldABatchBackAsHeadOfLine() throws Exception {
-        JobID job = new JobID();
-        FakeTrainerContext ctx = new FakeTrainerContext(0, 1, job);
-        TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(10), 2), ctx);
-        // The clock of the TaskManager the trainer runs in (a fake context names none).
-        HeadOfLine clock =
-                HeadOfLine.of(
-                        WorkerScheduler.inTaskManager(
-                                WorkerScheduler.key(job.toString(), 0), ctx.metrics));
-        Object loader = new Object();
-
-        w.write(batch(0, 0));
-        await(() -> w.counters().steps() == 1);
-        clock.hold(loader, true);
-        Thread.sleep(100);
-        clock.hold(loader, false);
-        Thread.sleep(100);
-        w.write(batch(0, 1));
-        w.flush(true);
-
-        DeviceCounters c = w.counters();
+        TrainerSinkWriter w =
+                writer(sink(new SimulatedAccelerator.Factory(10), 2), new FakeTrainerContext(0, 1));
         long ms = TimeUnit.MILLISECONDS.toNanos(1);
-        assertThat(c.headOfLineNanos()).isBetween(100 * ms, 190 * ms);
-        assertThat(c.waitNanos() - c.headOfLineNanos())
-                .as("behind")
-                .isGreaterThanOrEqualTo(100 * ms);
+
+        w.write(heldBack(batch(0, 0), 5_000 * ms));
+        await(() -> w.counters().steps() == 1);
+        assertThat(w.counters().headOfLineNanos()).as("start-up").isZero();
+        Thread.sleep(200);
+        w.write(heldBack(batch(0, 1), 100 * ms));
+        await(() -> w.counters().steps() == 2);
+        DeviceCounters first = w.counters();
+        assertThat(first.waitNanos()).isGreaterThanOrEqualTo(200 * ms);
+        assertThat(first.headOfLineNanos()).as("held 100 ms of the wait").isEqualTo(100 * ms);
+
+        Thread.sleep(50);
+        w.write(heldBack(batch(0, 2), 5_000 * ms));
+        w.flush(true);
+        DeviceCounters c = w.counters();
+        long secondWait = c.waitNanos() - first.waitNanos();
+        assertThat(secondWait).isGreaterThanOrEqualTo(50 * ms);
+        assertThat(c.headOfLineNanos() - first.headOfLineNanos())
+                .as("held longer than the device waited: all of the wait")
+                .isEqualTo(secondWait);
         w.close();
+    }
+
+    private static Batch heldBack(Batch batch, long nanos) {
+        return new Batch(batch.device(), batch.sequence(), batch.samples(), nanos);
     }
 
     @Test

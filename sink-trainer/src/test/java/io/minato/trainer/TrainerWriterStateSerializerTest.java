@@ -73,6 +73,17 @@ class TrainerWriterStateSerializerTest {
     }
 
     @Test
+    void shouldRestoreQueuedBatchesAsHeldBackForNoTime() throws IOException {
+        Batch b = TestBatches.batch(1, 4);
+        Batch held = new Batch(b.device(), b.sequence(), b.samples(), 3_000_000);
+        TrainerWriterState state =
+                new TrainerWriterState(1, List.of(held), DeviceCounters.ZERO, new byte[0], 0);
+        TrainerWriterState back =
+                serializer.deserialize(serializer.getVersion(), serializer.serialize(state));
+        assertThat(back.queued()).singleElement().extracting(Batch::heldBackNanos).isEqualTo(0L);
+    }
+
+    @Test
     void shouldRoundTripAnEmptyStateWithNaNLosses() throws IOException {
         TrainerWriterState state =
                 new TrainerWriterState(0, List.of(), DeviceCounters.ZERO, new byte[0], 0);

@@ -10,13 +10,23 @@ import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.core.memory.DataInputView;
 import org.apache.flink.core.memory.DataOutputView;
 
-/** Serializes a {@link Batch}: device, sequence, sample count, then each prepared sample. */
+/**
+ * Serializes a {@link Batch} in one of two layouts. A batch that no loader held back is its device
+ * (never negative), sequence, sample count, then each prepared sample: the only layout before
+ * batches carried {@link Batch#heldBackNanos}, so batches of an earlier build (in flight in an
+ * unaligned checkpoint, or queued in a trainer's state) read as held back for 0 ns. A batch that
+ * was held back starts with the mark {@value #HELD_BACK}, then device, sequence, the held-back
+ * nanos, sample count and samples.
+ */
 public final class BatchSerializer extends SampleSerializer<Batch> {
     private static final long serialVersionUID = 1L;
 
     public static final BatchSerializer INSTANCE = new BatchSerializer();
 
     private static final PreparedSampleSerializer SAMPLE = PreparedSampleSerializer.INSTANCE;
+
+    /** Starts the layout of a held-back batch; a device is never negative. */
+    static final int HELD_BACK = -1;
 
     private static final Batch EMPTY = new Batch(0, 0, List.of());
 
@@ -37,7 +47,7 @@ public final class BatchSerializer extends SampleSerializer<Batch> {
         for (PreparedSample sample : from.samples()) {
             samples.add(SAMPLE.copy(sample));
         }
-        return new Batch(from.device(), from.sequence(), samples);
+        return from.withSamples(samples);
     }
 
     @Override
@@ -47,15 +57,25 @@ public final class BatchSerializer extends SampleSerializer<Batch> {
 
     @Override
     public void serialize(Batch batch, DataOutputView out) throws IOException {
-        out.writeInt(batch.device());
-        out.writeLong(batch.sequence());
+        if (batch.heldBackNanos() > 0) {
+            out.writeInt(HELD_BACK);
+            out.writeInt(batch.device());
+            out.writeLong(batch.sequence());
+            out.writeLong(batch.heldBackNanos());
+        } else {
+            out.writeInt(batch.device());
+            out.writeLong(batch.sequence());
+        }
         out.writeInt(batch.samples().size());
         for (PreparedSample sample : batch.samples()) {
             SAMPLE.serialize(sample, out);
         }
     }
 
-    /** The batch with its samples as identities only: what a checkpoint keeps. */
+    /**
+     * The batch with its samples as identities only and without its hold: what a checkpoint keeps.
+     * After a restore the wait for a queued batch is not its loader's doing.
+     */
     public static void serializeIdentities(Batch batch, DataOutputView out) throws IOException {
         out.writeInt(batch.device());
         out.writeLong(batch.sequence());
@@ -67,26 +87,47 @@ public final class BatchSerializer extends SampleSerializer<Batch> {
 
     @Override
     public Batch deserialize(DataInputView in) throws IOException {
-        int device = in.readInt();
+        int first = in.readInt();
+        boolean held = first == HELD_BACK;
+        int device = held ? in.readInt() : first;
+        if (device < 0) {
+            throw new IOException("corrupt batch: device " + device);
+        }
         long sequence = in.readLong();
+        long heldBackNanos = held ? readHeldBack(in) : 0;
         int size = readSize(in);
         // Capped: a corrupt count should fail on reading, not on allocating the list.
         List<PreparedSample> samples = new ArrayList<>(Math.min(size, 1024));
         for (int i = 0; i < size; i++) {
             samples.add(SAMPLE.deserialize(in));
         }
-        return new Batch(device, sequence, samples);
+        return new Batch(device, sequence, samples, heldBackNanos);
     }
 
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        out.writeInt(in.readInt());
-        out.writeLong(in.readLong());
+        int first = in.readInt();
+        out.writeInt(first);
+        if (first == HELD_BACK) {
+            out.writeInt(in.readInt());
+            out.writeLong(in.readLong());
+            out.writeLong(readHeldBack(in));
+        } else {
+            out.writeLong(in.readLong());
+        }
         int size = readSize(in);
         out.writeInt(size);
         for (int i = 0; i < size; i++) {
             SAMPLE.copy(in, out);
         }
+    }
+
+    private static long readHeldBack(DataInputView in) throws IOException {
+        long nanos = in.readLong();
+        if (nanos < 0) {
+            throw new IOException("corrupt batch: held back for " + nanos + " ns");
+        }
+        return nanos;
     }
 
     private static int readSize(DataInputView in) throws IOException {

@@ -13,7 +13,8 @@ class BatchSerializerTest extends SampleSerializerTestBase<Batch> {
                 new Batch[] {
                     new Batch(0, 0, List.of()),
                     SampleFixtures.batch(1, 7, 1),
-                    SampleFixtures.batch(3, 9, 4)
+                    SampleFixtures.batch(3, 9, 4),
+                    SampleFixtures.heldBack(SampleFixtures.batch(2, 5, 2), 123_456_789)
                 });
     }
 }

@@ -113,6 +113,11 @@ final class SampleFixtures {
         }
     }
 
+    /** {@code batch} as a loader hands it out after holding it back for {@code nanos}. */
+    static Batch heldBack(Batch batch, long nanos) {
+        return new Batch(batch.device(), batch.sequence(), batch.samples(), nanos);
+    }
+
     static Batch batch(int device, long sequence, int size) {
         PreparedSample[] samples = new PreparedSample[size];
         for (int i = 0; i < size; i++) {
@@ -158,6 +163,7 @@ final class SampleFixtures {
         if (a instanceof Batch x && b instanceof Batch y) {
             if (x.device() != y.device()
                     || x.sequence() != y.sequence()
+                    || x.heldBackNanos() != y.heldBackNanos()
                     || x.samples().size() != y.samples().size()) {
                 return false;
             }
