@@ -374,10 +374,6 @@ public final class TrainerSinkWriter implements AutoCloseable {
     }
 
     /**
-     * Under {@code --on-bad-sample skip}: a sample this trainer prepares again (after a restore)
-     * whose source went bad is left out and its source quarantined, as the workers do.
-     */
-    /**
      * Tells the writer how to see that its task still consumes the in-flight data of a restored
      * checkpoint: it then takes batches beyond its queue, so that recovery ends, and checkpoints
      * resume, without waiting for those batches' steps.
@@ -386,6 +382,10 @@ public final class TrainerSinkWriter implements AutoCloseable {
         this.restoring = restoring;
     }
 
+    /**
+     * Under {@code --on-bad-sample skip}: a sample this trainer prepares again (after a restore)
+     * whose source went bad is left out and its source quarantined, as the workers do.
+     */
     void leaveOutBadSamples(SampleRecipe.LeftOut quarantine) {
         preparedAgain.leaveOutBadSamples(quarantine);
     }
