@@ -3,12 +3,17 @@ package io.minato.loader;
 import io.minato.data.EpochOrder;
 import io.minato.sample.SampleTask;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Iterator;
 import java.util.List;
 import org.apache.flink.api.common.accumulators.LongMinimum;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichFlatMapFunction;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource.NumberSequenceSplit;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
@@ -90,6 +95,74 @@ public final class SampleSource {
             }
             return splits;
         }
+
+        @Override
+        public SplitEnumerator<NumberSequenceSplit, Collection<NumberSequenceSplit>>
+                createEnumerator(SplitEnumeratorContext<NumberSequenceSplit> context) {
+            return new OwnShares(context, splitNumberRange(0, 0, context.currentParallelism()));
+        }
+
+        @Override
+        public SplitEnumerator<NumberSequenceSplit, Collection<NumberSequenceSplit>>
+                restoreEnumerator(
+                        SplitEnumeratorContext<NumberSequenceSplit> context,
+                        Collection<NumberSequenceSplit> remaining) {
+            return new OwnShares(context, remaining);
+        }
+    }
+
+    /**
+     * Hands share j to reader j (modulo the readers) and to no other: Flink's own enumerator gives
+     * any share to whichever reader asks first, so a reader that started early took a late one's
+     * share too, and a worker in another TaskManager could then prepare nothing. Its checkpoint is
+     * the shares not yet handed out, as Flink's is.
+     */
+    static final class OwnShares
+            implements SplitEnumerator<NumberSequenceSplit, Collection<NumberSequenceSplit>> {
+        private final SplitEnumeratorContext<NumberSequenceSplit> context;
+        private final List<NumberSequenceSplit> remaining;
+
+        OwnShares(
+                SplitEnumeratorContext<NumberSequenceSplit> context,
+                Collection<NumberSequenceSplit> remaining) {
+            this.context = context;
+            this.remaining = new ArrayList<>(remaining);
+        }
+
+        @Override
+        public void start() {}
+
+        @Override
+        public void handleSplitRequest(int reader, String host) {
+            int readers = context.currentParallelism();
+            for (Iterator<NumberSequenceSplit> it = remaining.iterator(); it.hasNext(); ) {
+                NumberSequenceSplit share = it.next();
+                if (Integer.parseInt(share.splitId()) % readers == reader) {
+                    it.remove();
+                    context.assignSplit(share, reader);
+                    return;
+                }
+            }
+            context.signalNoMoreSplits(reader);
+        }
+
+        @Override
+        public void addSplitsBack(List<NumberSequenceSplit> shares, int reader) {
+            remaining.addAll(shares);
+        }
+
+        @Override
+        public void addReader(int reader) {
+            // Readers ask for their share themselves.
+        }
+
+        @Override
+        public Collection<NumberSequenceSplit> snapshotState(long checkpointId) {
+            return new ArrayList<>(remaining);
+        }
+
+        @Override
+        public void close() {}
     }
 
     /** Position -> (epoch, index in epoch, case by the epoch's permutation). */

@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import org.apache.flink.api.connector.source.lib.NumberSequenceSource.NumberSequenceSplit;
+import org.apache.flink.api.connector.source.mocks.MockSplitEnumeratorContext;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.CloseableIterator;
 import org.junit.jupiter.api.Test;
@@ -61,6 +63,51 @@ class SampleSourceTest {
                     .isEqualTo(EpochOrder.permutation(seed, t.epoch(), cases)[(int) t.index()]);
         }
         assertThat(seen).hasSize(cases * epochs);
+    }
+
+    /**
+     * Each reader gets its own share and no other, whichever asks first: a reader that started
+     * early must not take a late one's share (a worker in another TaskManager then prepared
+     * nothing). A share given back after a failure goes to its reader again.
+     */
+    @Test
+    void shouldHandEachReaderItsOwnShareOnly() throws Exception {
+        SampleSource.ShareSource source =
+                new SampleSource.ShareSource(new SampleSource.Shares(10, 2));
+        try (MockSplitEnumeratorContext<NumberSequenceSplit> context =
+                        new MockSplitEnumeratorContext<>(2);
+                var enumerator = source.createEnumerator(context)) {
+            enumerator.handleSplitRequest(1, "early");
+            enumerator.handleSplitRequest(1, "early");
+            assertThat(assigned(context, 1)).containsExactly("1");
+            assertThat(context.hasNoMoreSplits(1)).isTrue();
+            assertThat(enumerator.snapshotState(1))
+                    .extracting(NumberSequenceSplit::splitId)
+                    .containsExactly("0");
+
+            enumerator.handleSplitRequest(0, "late");
+            assertThat(assigned(context, 0)).containsExactly("0");
+
+            // Reader 0 fails: its share comes back, for reader 0 only.
+            NumberSequenceSplit back = new NumberSequenceSplit("0", 3, 4);
+            enumerator.addSplitsBack(List.of(back), 0);
+            enumerator.handleSplitRequest(1, "early");
+            enumerator.handleSplitRequest(0, "late");
+            assertThat(assigned(context, 0)).containsExactly("0", "0");
+            assertThat(assigned(context, 1)).containsExactly("1");
+        }
+    }
+
+    private static List<String> assigned(
+            MockSplitEnumeratorContext<NumberSequenceSplit> context, int reader) {
+        List<String> ids = new ArrayList<>();
+        for (var assignment : context.getSplitsAssignmentSequence()) {
+            for (NumberSequenceSplit split :
+                    assignment.assignment().getOrDefault(reader, List.of())) {
+                ids.add(split.splitId());
+            }
+        }
+        return ids;
     }
 
     @Test
