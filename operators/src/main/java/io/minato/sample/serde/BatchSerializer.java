@@ -57,14 +57,14 @@ public final class BatchSerializer extends SampleSerializer<Batch> {
 
     @Override
     public void serialize(Batch batch, DataOutputView out) throws IOException {
-        if (batch.heldBackNanos() > 0) {
+        boolean held = batch.heldBackNanos() > 0;
+        if (held) {
             out.writeInt(HELD_BACK);
-            out.writeInt(batch.device());
-            out.writeLong(batch.sequence());
+        }
+        out.writeInt(batch.device());
+        out.writeLong(batch.sequence());
+        if (held) {
             out.writeLong(batch.heldBackNanos());
-        } else {
-            out.writeInt(batch.device());
-            out.writeLong(batch.sequence());
         }
         out.writeInt(batch.samples().size());
         for (PreparedSample sample : batch.samples()) {
