@@ -84,8 +84,8 @@ public final class SampleSource {
             this.shares = shares;
         }
 
-        @Override
-        protected List<NumberSequenceSplit> splitNumberRange(long from, long to, int numSplits) {
+        /** One split per share, in share order. */
+        private List<NumberSequenceSplit> shares() {
             long length = shares.length();
             List<NumberSequenceSplit> splits = new ArrayList<>(shares.count());
             for (int j = 0; j < shares.count(); j++) {
@@ -99,7 +99,7 @@ public final class SampleSource {
         @Override
         public SplitEnumerator<NumberSequenceSplit, Collection<NumberSequenceSplit>>
                 createEnumerator(SplitEnumeratorContext<NumberSequenceSplit> context) {
-            return new OwnShares(context, splitNumberRange(0, 0, context.currentParallelism()));
+            return new OwnShares(context, shares());
         }
 
         @Override
