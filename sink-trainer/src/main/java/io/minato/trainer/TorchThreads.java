@@ -58,6 +58,14 @@ public final class TorchThreads {
     }
 
     /**
+     * Lets libtorch use every core this JVM may, as evaluation after training does: in an embedded
+     * run the trainers left it at their share.
+     */
+    public static void useAllCores() {
+        use(Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
      * Lets libtorch's operators called from this thread, and from threads that start calling them
      * later, use {@code threads} threads; nothing where the user chose.
      */

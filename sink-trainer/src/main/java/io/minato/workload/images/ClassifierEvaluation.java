@@ -48,8 +48,7 @@ public final class ClassifierEvaluation {
         }
         long correct = 0;
         long total = 0;
-        // All this JVM's cores: in an embedded run the trainers left libtorch at their share.
-        TorchThreads.use(Runtime.getRuntime().availableProcessors());
+        TorchThreads.useAllCores();
         try (Model model = Model.newInstance(name, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(network.newBlock());

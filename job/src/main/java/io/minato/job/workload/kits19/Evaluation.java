@@ -75,8 +75,7 @@ public final class Evaluation {
         }
         double kidney = 0;
         double tumor = 0;
-        // All this JVM's cores: in an embedded run the trainers left libtorch at their share.
-        TorchThreads.use(Runtime.getRuntime().availableProcessors());
+        TorchThreads.useAllCores();
         try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(Unet3d.builder().optWidth(width).build());
