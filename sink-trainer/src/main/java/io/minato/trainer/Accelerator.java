@@ -84,6 +84,28 @@ public interface Accelerator extends AutoCloseable {
         return new byte[0];
     }
 
+    /**
+     * Takes the state of {@link #snapshot()} at a step boundary and writes it later: the writer
+     * calls this while it holds the step, and {@link Capture#bytes()} once training goes on, so
+     * that a large model's copy to the host and its encoding stall no step. By default the snapshot
+     * itself, taken here.
+     */
+    default Capture capture() throws Exception {
+        byte[] state = snapshot();
+        return () -> state;
+    }
+
+    /** A state taken at a step boundary, written when asked. */
+    @FunctionalInterface
+    interface Capture extends AutoCloseable {
+        /** The state as {@link #snapshot()} would have returned it when captured; called once. */
+        byte[] bytes() throws Exception;
+
+        /** Releases what the capture holds when its bytes are not wanted after all. */
+        @Override
+        default void close() {}
+    }
+
     /** Restores what {@link #snapshot()} returned, before the first step after a failure. */
     default void restore(byte[] state) throws Exception {}
 

@@ -160,30 +160,96 @@ final class DeviceParameters {
      * always did.
      */
     byte[] encode(String modelName, long step) {
+        return encode(modelName, step, weights, velocity, buffers);
+    }
+
+    /**
+     * Copies of every array made on the device, in {@code copies} (which the capture owns and
+     * closes): a copy queued behind the steps before it, which steps after it leave alone. Its
+     * bytes are {@link #encode}'s at this point, written when asked, on whatever thread asks.
+     */
+    Accelerator.Capture capture(String modelName, long step, NDManager copies) {
+        NDArray[] w = copy(weights, copies);
+        NDArray[] v = copy(velocity, copies);
+        NDArray[] b = copy(buffers, copies);
+        return new Accelerator.Capture() {
+            @Override
+            public byte[] bytes() {
+                try {
+                    return encode(modelName, step, w, v, b);
+                } finally {
+                    close();
+                }
+            }
+
+            @Override
+            public void close() {
+                copies.close();
+            }
+        };
+    }
+
+    private static NDArray[] copy(NDArray[] arrays, NDManager copies) {
+        NDArray[] c = new NDArray[arrays.length];
+        for (int i = 0; i < c.length; i++) {
+            c[i] = arrays[i].duplicate();
+            c[i].attach(copies);
+        }
+        return c;
+    }
+
+    private byte[] encode(String modelName, long step, NDArray[] w, NDArray[] v, NDArray[] b) {
         try {
-            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            // Sized to the byte, so that a large model's state is written into its final array.
+            long size = 4 + utfLength(modelName) + 8 + 4;
+            for (int i = 0; i < trainable.length; i++) {
+                size += utfLength(named.get(i).getKey()) + 4;
+            }
+            size += (2 * gradientLength + bufferLength) * Float.BYTES;
+            Exact bytes = new Exact(Math.toIntExact(size));
             DataOutputStream out = new DataOutputStream(bytes);
             out.writeInt(STATE_MAGIC);
             out.writeUTF(modelName);
             out.writeLong(step);
             out.writeInt(trainable.length);
-            for (int i = 0, w = 0, b = 0; i < trainable.length; i++) {
+            for (int i = 0, wi = 0, bi = 0; i < trainable.length; i++) {
                 out.writeUTF(named.get(i).getKey());
                 if (trainable[i]) {
-                    out.writeInt(lengths[w]);
-                    writeFloats(out, weights[w].toFloatArray());
-                    writeFloats(out, velocity[w].toFloatArray());
-                    w++;
+                    out.writeInt(lengths[wi]);
+                    writeFloats(out, w[wi].toFloatArray());
+                    writeFloats(out, v[wi].toFloatArray());
+                    wi++;
                 } else {
-                    out.writeInt(bufferLengths[b]);
-                    writeFloats(out, buffers[b].toFloatArray());
-                    b++;
+                    out.writeInt(bufferLengths[bi]);
+                    writeFloats(out, b[bi].toFloatArray());
+                    bi++;
                 }
             }
             out.flush();
-            return bytes.toByteArray();
+            return bytes.bytes();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /** {@link DataOutputStream#writeUTF}'s length of {@code s}, its two length bytes included. */
+    private static int utfLength(String s) {
+        int n = 2;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            n += c >= 0x0001 && c <= 0x007F ? 1 : c <= 0x07FF ? 2 : 3;
+        }
+        return n;
+    }
+
+    /** A byte stream of a known final size, whose array is handed over rather than copied. */
+    private static final class Exact extends ByteArrayOutputStream {
+        Exact(int size) {
+            super(size);
+        }
+
+        byte[] bytes() {
+            return count == buf.length ? buf : toByteArray();
         }
     }
 
@@ -250,9 +316,14 @@ final class DeviceParameters {
     }
 
     private static void writeFloats(DataOutputStream out, float[] values) throws IOException {
-        ByteBuffer buffer = ByteBuffer.allocate(values.length * Float.BYTES);
-        buffer.asFloatBuffer().put(values);
-        out.write(buffer.array());
+        // In slices through one small buffer: no second copy of a large array on the heap.
+        ByteBuffer slice = ByteBuffer.allocate(Math.min(values.length, 1 << 14) * Float.BYTES);
+        for (int from = 0; from < values.length; from += slice.capacity() / Float.BYTES) {
+            int n = Math.min(slice.capacity() / Float.BYTES, values.length - from);
+            slice.clear();
+            slice.asFloatBuffer().put(values, from, n);
+            out.write(slice.array(), 0, n * Float.BYTES);
+        }
     }
 
     private static float[] readFloats(DataInputStream in, int length) throws IOException {

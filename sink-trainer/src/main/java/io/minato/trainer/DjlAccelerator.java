@@ -357,6 +357,21 @@ public final class DjlAccelerator implements Accelerator {
         return encodeState();
     }
 
+    /**
+     * Copies the state on the device (on a GPU a device-to-device copy queued behind the last step)
+     * and writes it to the host when asked, while the next steps run.
+     */
+    @Override
+    public Capture capture() {
+        synchronized (published) {
+            if (!ready) {
+                byte[] state = pendingRestore != null ? pendingRestore : new byte[0];
+                return () -> state;
+            }
+        }
+        return parameters.capture(settings.network().modelName(), step, this.state.newSubManager());
+    }
+
     @Override
     public void restore(byte[] state) {
         if (state.length == 0) {

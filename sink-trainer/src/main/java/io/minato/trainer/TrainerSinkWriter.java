@@ -256,7 +256,10 @@ public final class TrainerSinkWriter implements AutoCloseable {
         this.runEnd = end;
     }
 
-    /** Waits for the current step to end, then captures the queue, counters and model state. */
+    /**
+     * Waits for the current step to end, then captures the queue, counters and model state. The
+     * step is held only while the model is captured: its bytes are written once training goes on.
+     */
     public List<TrainerWriterState> snapshotState(long checkpointId) throws IOException {
         try {
             lock.lockInterruptibly();
@@ -264,6 +267,10 @@ public final class TrainerSinkWriter implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted before checkpoint " + checkpointId);
         }
+        Accelerator.Capture model = null;
+        List<Batch> queued;
+        DeviceCounters at;
+        long traceLength;
         try {
             // Holds the worker at the next step boundary, so a busy queue cannot starve this.
             pendingSnapshots++;
@@ -275,30 +282,39 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 awaitChange();
             }
             throwIfFailed();
-            byte[] model = accelerator.snapshot();
-            List<TrainerWriterState> state =
-                    List.of(
-                            new TrainerWriterState(
-                                    device,
-                                    List.copyOf(queue),
-                                    counters,
-                                    model,
-                                    outputs.traceLength()));
+            model = accelerator.capture();
+            queued = List.copyOf(queue);
+            at = counters;
+            traceLength = outputs.traceLength();
             if (member != null) {
                 member.snapshotted(checkpointId);
             }
-            return state;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            closeQuietly(model);
             throw new InterruptedIOException("interrupted while taking checkpoint " + checkpointId);
         } catch (IOException e) {
+            closeQuietly(model);
             throw e;
         } catch (Exception e) {
+            closeQuietly(model);
             throw new IOException("device " + device + ": cannot snapshot the model state", e);
         } finally {
             pendingSnapshots--;
             changed.signalAll();
             lock.unlock();
+        }
+        try (Accelerator.Capture captured = model) {
+            return List.of(
+                    new TrainerWriterState(device, queued, at, captured.bytes(), traceLength));
+        } catch (Exception e) {
+            throw new IOException("device " + device + ": cannot write the model state", e);
+        }
+    }
+
+    private static void closeQuietly(Accelerator.Capture capture) {
+        if (capture != null) {
+            capture.close();
         }
     }
 

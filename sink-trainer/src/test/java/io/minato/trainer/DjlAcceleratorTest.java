@@ -97,6 +97,26 @@ class DjlAcceleratorTest {
     }
 
     @Test
+    void shouldWriteACapturedStateAsItWasWhenCapturedWhileStepsGoOn() throws Exception {
+        Batch batch = batch();
+        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+            try (Accelerator.Capture none = a.capture()) {
+                assertThat(none.bytes()).as("no model yet").isEmpty();
+            }
+            a.train(batch);
+            byte[] afterOne = a.snapshot();
+            Accelerator.Capture captured = a.capture();
+            a.train(batch);
+            byte[] afterTwo = a.snapshot();
+            assertThat(afterTwo).isNotEqualTo(afterOne);
+            assertThat(captured.bytes()).isEqualTo(afterOne);
+            Accelerator.Capture unwanted = a.capture();
+            unwanted.close(); // its copies freed without writing them
+            assertThat(a.snapshot()).isEqualTo(afterTwo);
+        }
+    }
+
+    @Test
     void shouldFollowTheReferenceScheduleWarmUpThenMultiStepDecay() {
         Tracker s =
                 TrainingSettings.builder()

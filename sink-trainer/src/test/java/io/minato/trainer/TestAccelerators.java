@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** Accelerators whose steps a test controls. */
@@ -51,6 +52,24 @@ final class TestAccelerators {
             return ByteBuffer.allocate(8).putLong(trained).array();
         }
 
+        /** Its bytes, when {@link Gate#writesWaitForSteps} says so, only once more steps ran. */
+        @Override
+        public Capture capture() {
+            long at = trained;
+            int steps = gate.writesWaitForSteps;
+            return () -> {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (gate.trained.size() < at + steps) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException(
+                                "no step ran while the captured state was written");
+                    }
+                    Thread.sleep(2);
+                }
+                return ByteBuffer.allocate(8).putLong(at).array();
+            };
+        }
+
         @Override
         public void restore(byte[] state) {
             trained = ByteBuffer.wrap(state).getLong();
@@ -68,6 +87,9 @@ final class TestAccelerators {
 
         final transient AtomicInteger started = new AtomicInteger();
         volatile long restoredSteps = -1;
+
+        /** Steps that must run after a capture before its bytes are written. */
+        volatile int writesWaitForSteps;
 
         @Override
         public Accelerator create(int device, int devices) {

@@ -478,6 +478,32 @@ class TrainerSinkWriterTest {
     }
 
     @Test
+    void shouldLetStepsGoOnWhileTheCapturedModelIsWritten() throws Exception {
+        Gate gate = new Gate();
+        gate.writesWaitForSteps = 1;
+        TrainerSinkWriter w = writer(sink(gate, 3), new FakeTrainerContext(0, 1));
+        Batch b2 = batch(0, 2);
+        w.write(batch(0, 0));
+        w.write(batch(0, 1));
+        w.write(b2);
+        gate.open(1);
+        await(() -> gate.started.get() == 2); // step 1 is running
+
+        FutureTask<List<TrainerWriterState>> checkpoint =
+                new FutureTask<>(() -> w.snapshotState(1));
+        new Thread(checkpoint).start();
+        gate.open(2);
+        TrainerWriterState state = checkpoint.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(0);
+
+        assertThat(gate.trained).as("step 2 ran while the state was written").hasSize(3);
+        assertThat(state.acceleratorState())
+                .as("the model as captured after step 1")
+                .isEqualTo(ByteBuffer.allocate(8).putLong(2).array());
+        assertThat(state.queued()).containsExactly(b2);
+        assertThat(state.counters().steps()).isEqualTo(2);
+    }
+
+    @Test
     void shouldWriteTheDeviceSummaryAtEndOfInput() throws Exception {
         TrainerSinkWriter w =
                 writer(sink(new SimulatedAccelerator.Factory(10), 2), new FakeTrainerContext(1, 2));
