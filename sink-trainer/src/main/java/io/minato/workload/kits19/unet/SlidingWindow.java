@@ -3,6 +3,8 @@ package io.minato.workload.kits19.unet;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
@@ -48,68 +50,54 @@ public final class SlidingWindow {
         int[] zs = starts(padded.d());
         int[] ys = starts(padded.h());
         int[] xs = starts(padded.w());
-        float[] gauss = gaussian(patch);
-        int n = (int) padded.voxels();
-        float[][] scores = null;
-        float[] weight = new float[n];
         int windows = zs.length * ys.length * xs.length;
         int p3 = patch * patch * patch;
-        for (int first = 0; first < windows; first += windowsPerForward) {
-            int count = Math.min(windowsPerForward, windows - first);
-            float[] batch = new float[count * p3];
-            for (int k = 0; k < count; k++) {
-                int[] o = origin(first + k, zs, ys, xs);
-                copyWindow(image, shape, o, batch, k * p3);
-            }
-            float[] logits;
-            int classes;
-            try (NDManager scope = manager.newSubManager()) {
-                NDArray x = scope.create(batch, new Shape(count, 1, patch, patch, patch));
-                NDArray out =
-                        model.forward(new ParameterStore(scope, false), new NDList(x), false)
-                                .singletonOrThrow();
-                classes = (int) out.getShape().get(1);
-                logits = out.toFloatArray();
-            }
-            if (scores == null) {
-                scores = new float[classes][n];
-            }
-            for (int k = 0; k < count; k++) {
-                int[] o = origin(first + k, zs, ys, xs);
-                for (int i = 0; i < p3; i++) {
-                    int z = o[0] + i / (patch * patch);
-                    int y = o[1] + i / patch % patch;
-                    int x = o[2] + i % patch;
-                    int v = (z * padded.h() + y) * padded.w() + x;
-                    float g = gauss[i];
-                    weight[v] += g;
-                    for (int c = 0; c < classes; c++) {
-                        scores[c][v] += g * logits[(k * classes + c) * p3 + i];
+        // The sums stay on the model's device: each window's logits are weighted and added there,
+        // and only the labels come back.
+        try (NDManager volume = manager.newSubManager()) {
+            NDArray gauss = volume.create(gaussian(patch), new Shape(patch, patch, patch));
+            NDArray scores = null;
+            for (int first = 0; first < windows; first += windowsPerForward) {
+                int count = Math.min(windowsPerForward, windows - first);
+                float[] batch = new float[count * p3];
+                for (int k = 0; k < count; k++) {
+                    int[] o = origin(first + k, zs, ys, xs);
+                    copyWindow(image, shape, o, batch, k * p3);
+                }
+                try (NDManager scope = volume.newSubManager()) {
+                    NDArray x = scope.create(batch, new Shape(count, 1, patch, patch, patch));
+                    NDArray out =
+                            model.forward(new ParameterStore(scope, false), new NDList(x), false)
+                                    .singletonOrThrow();
+                    if (scores == null) {
+                        long classes = out.getShape().get(1);
+                        scores =
+                                volume.zeros(
+                                        new Shape(classes, padded.d(), padded.h(), padded.w()));
+                    }
+                    NDArray weighted = out.mul(gauss);
+                    for (int k = 0; k < count; k++) {
+                        int[] o = origin(first + k, zs, ys, xs);
+                        NDIndex at = window(o[0], o[1], o[2], patch, patch, patch);
+                        scores.set(at, scores.get(at).add(weighted.get(k)));
                     }
                 }
             }
+            // Back to the unpadded volume (the padding was centred, as in the crop). The weight
+            // is common to all classes: the weighted sums' argmax is the weighted mean's.
+            int oz = (padded.d() - shape.d()) / 2;
+            int oy = (padded.h() - shape.h()) / 2;
+            int ox = (padded.w() - shape.w()) / 2;
+            return scores.get(window(oz, oy, ox, shape.d(), shape.h(), shape.w()))
+                    .argMax(0)
+                    .toType(DataType.INT8, false)
+                    .toByteArray();
         }
-        // Back to the unpadded volume: the padding was centred, as in the crop.
-        int oz = (padded.d() - shape.d()) / 2;
-        int oy = (padded.h() - shape.h()) / 2;
-        int ox = (padded.w() - shape.w()) / 2;
-        byte[] labels = new byte[(int) shape.voxels()];
-        for (int z = 0, i = 0; z < shape.d(); z++) {
-            for (int y = 0; y < shape.h(); y++) {
-                for (int x = 0; x < shape.w(); x++, i++) {
-                    int v = ((z + oz) * padded.h() + y + oy) * padded.w() + x + ox;
-                    int best = 0;
-                    for (int c = 1; c < scores.length; c++) {
-                        // The weight is common to all classes: comparing weighted sums suffices.
-                        if (scores[c][v] > scores[best][v]) {
-                            best = c;
-                        }
-                    }
-                    labels[i] = (byte) best;
-                }
-            }
-        }
-        return labels;
+    }
+
+    /** Every class of the box at (z, y, x) of size (d, h, w). */
+    private static NDIndex window(int z, int y, int x, int d, int h, int w) {
+        return new NDIndex(":, {}:{}, {}:{}, {}:{}", z, z + d, y, y + h, x, x + w);
     }
 
     /** Window starts along one axis: stride patch/2, the last one flush with the end. */
