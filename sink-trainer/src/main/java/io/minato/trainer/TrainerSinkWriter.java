@@ -56,6 +56,12 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private final int queueDepth;
     // Whether the task still consumes the in-flight data of the checkpoint it restored.
     private volatile BooleanSupplier restoring = () -> false;
+
+    /** How many queue depths the writer takes while the accelerator prepares. */
+    static final int PREPARING_DEPTHS = 4;
+
+    private boolean prepared; // the accelerator is ready for its first step (guarded by lock)
+    private long taken; // batches the worker took off the queue (guarded by lock)
     private final Accelerator accelerator;
     private final SamplesPreparedAgain preparedAgain;
     private final DeviceOutputs outputs;
@@ -207,8 +213,17 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // And never while the task restores: Flink takes no checkpoint until it has consumed
             // the in-flight data of the one it restored, and those batches are few (what the
             // network buffers held) and checkpointed as identities in the queue anyway.
+            // While the accelerator prepares (a model built and restored, about a second), no
+            // step frees the queue: up to PREPARING_DEPTHS depths are taken, so that the task
+            // reaches the first checkpoint's barrier rather than wait for the first step.
+            // A write waits for one step at most: a queue longer than its depth (taken while the
+            // task restored, say) keeps its length rather than drain before the next write, which
+            // would hold the task, and a checkpoint's barrier with it, for the whole backlog. The
+            // workers' pacing sees the longer queue and lets it drain.
+            long takenBefore = taken;
             while (failure == null
-                    && queue.size() >= queueDepth
+                    && queue.size() >= (prepared ? queueDepth : queueDepth * PREPARING_DEPTHS)
+                    && taken == takenBefore
                     && !restoring.getAsBoolean()
                     && !(member != null && (member.cutPending() || member.othersStarving()))) {
                 awaitChange();
@@ -432,6 +447,13 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // Outside any step: a checkpoint need not wait for a cold start (the model built,
             // restored and shared with the replicas).
             accelerator.prepare();
+            lock.lock();
+            try {
+                prepared = true;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
             while (true) {
                 Batch batch;
                 Batch next;
@@ -482,6 +504,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     lock.lock();
                     try {
                         queue.removeFirst();
+                        taken++;
                         held = queue.size();
                         stepRunning = false;
                         changed.signalAll();
@@ -509,6 +532,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     // Metrics before the step counts as done: a drained queue shows them all.
                     metrics.step(before, after, full.samples().size());
                     queue.removeFirst();
+                    taken++;
                     held = queue.size();
                     stepRunning = false;
                     changed.signalAll();

@@ -5,6 +5,7 @@ import io.minato.trainer.gpu.GpuMonitor;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -71,6 +72,11 @@ final class TestAccelerators {
         }
 
         @Override
+        public void prepare() throws InterruptedException {
+            gate.prepared.await();
+        }
+
+        @Override
         public void restore(byte[] state) {
             trained = ByteBuffer.wrap(state).getLong();
             gate.restoredSteps = trained;
@@ -87,6 +93,9 @@ final class TestAccelerators {
 
         final transient AtomicInteger started = new AtomicInteger();
         volatile long restoredSteps = -1;
+
+        /** Counted down when the accelerators may end {@link Accelerator#prepare()}. */
+        transient volatile CountDownLatch prepared = new CountDownLatch(0);
 
         /** Steps that must run after a capture before its bytes are written. */
         volatile int writesWaitForSteps;

@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -110,6 +111,67 @@ class TrainerSinkWriterTest {
         assertThat(sixth.isAlive())
                 .as("the sixth write returned once the queue was short")
                 .isFalse();
+    }
+
+    /**
+     * While the accelerator prepares, no step frees the queue: the writer takes up to four depths,
+     * so that its task stays free for a checkpoint's barrier, and then waits again.
+     */
+    @Test
+    void shouldTakeFourQueueDepthsWhileTheAcceleratorPrepares() throws Exception {
+        Gate gate = new Gate();
+        gate.prepared = new CountDownLatch(1);
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    for (int i = 0; i < 8; i++) {
+                        w.write(batch(0, i));
+                    }
+                });
+        assertThat(w.queued()).isEqualTo(8);
+        Thread ninth = new Thread(() -> writeUnchecked(w, batch(0, 8)));
+        ninth.start();
+        await(() -> ninth.getState() == Thread.State.WAITING);
+        assertThat(w.queued()).isEqualTo(8);
+        List<TrainerWriterState> state = w.snapshotState(1);
+        assertThat(state.get(0).queued()).as("a checkpoint meanwhile").hasSize(8);
+
+        // Prepared: the next step makes room for it.
+        gate.prepared.countDown();
+        gate.open(1);
+        ninth.join(TIMEOUT.toMillis());
+        assertThat(ninth.isAlive()).as("the ninth write returned after the first step").isFalse();
+        assertThat(w.queued()).isEqualTo(8);
+    }
+
+    /**
+     * A queue longer than its depth (taken while the task restored) keeps its length: each write
+     * waits for one step, not for the backlog to drain, so the task stays free for a checkpoint's
+     * barrier.
+     */
+    @Test
+    void shouldWaitForOneStepAWriteWhileABacklogDrains() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        AtomicBoolean restoring = new AtomicBoolean(true);
+        w.whileRestoring(restoring::get);
+        for (int i = 0; i < 6; i++) {
+            w.write(batch(0, i));
+        }
+        restoring.set(false);
+        for (int i = 6; i < 9; i++) {
+            Batch b = batch(0, i);
+            Thread write = new Thread(() -> writeUnchecked(w, b));
+            write.start();
+            await(() -> write.getState() == Thread.State.WAITING);
+            assertThat(w.queued()).isEqualTo(6);
+            gate.open(1);
+            write.join(TIMEOUT.toMillis());
+            assertThat(write.isAlive()).as("write %d returned after one step", i).isFalse();
+            await(() -> w.queued() == 6);
+        }
+        assertThat(w.counters().steps()).isEqualTo(3);
     }
 
     /** Each step is told the batch queued behind it, for the accelerator to stage meanwhile. */
