@@ -88,12 +88,26 @@ public final class SlidingWindow {
             int oz = (padded.d() - shape.d()) / 2;
             int oy = (padded.h() - shape.h()) / 2;
             int ox = (padded.w() - shape.w()) / 2;
-            return scores.get(window(oz, oy, ox, shape.d(), shape.h(), shape.w()))
-                    .argMax(0)
-                    .toType(DataType.INT8, false)
-                    .toByteArray();
+            byte[] labels = new byte[(int) shape.voxels()];
+            int plane = shape.h() * shape.w();
+            // A slab of slices at a time: the argmax's 8-byte indices of a whole large volume
+            // would outweigh the sums themselves.
+            for (int z = 0; z < shape.d(); z += ARGMAX_SLICES) {
+                int slices = Math.min(ARGMAX_SLICES, shape.d() - z);
+                try (NDManager slab = volume.newSubManager()) {
+                    NDArray sums = scores.get(window(oz + z, oy, ox, slices, shape.h(), shape.w()));
+                    sums.attach(slab);
+                    NDArray best = sums.argMax(0).toType(DataType.INT8, false);
+                    byte[] part = best.toByteArray();
+                    System.arraycopy(part, 0, labels, z * plane, part.length);
+                }
+            }
+            return labels;
         }
     }
+
+    /** Slices whose labels are read off the sums at once. */
+    private static final int ARGMAX_SLICES = 32;
 
     /** Every class of the box at (z, y, x) of size (d, h, w). */
     private static NDIndex window(int z, int y, int x, int d, int h, int w) {
