@@ -31,7 +31,11 @@ import org.slf4j.LoggerFactory;
  * source back.
  *
  * <p>The queue depth counts the batch in training too: it stays at the queue's head until its step
- * ends, so with depth Q the writer holds at most Q batches (Q - 1 prefetched while one trains).
+ * ends, so with depth Q the writer holds Q batches (Q - 1 prefetched while one trains). It takes
+ * more only where waiting for a step would hold up a checkpoint: while its task restores, while the
+ * model prepares (up to {@link #PREPARING_DEPTHS} Q), while another replica starves or a cut holds
+ * the group. A write waits for one step at most, so a longer queue keeps its length until the
+ * workers' pacing lets it drain.
  *
  * <p>Its trace, summary and model go through {@link DeviceOutputs}. When the accelerator trains on
  * a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it every {@link
@@ -47,6 +51,9 @@ public final class TrainerSinkWriter implements AutoCloseable {
     // Waits that depend on the replica group, which signals no writer, poll at this period.
     private static final long GROUP_POLL_MILLIS = 1;
 
+    /** How many queue depths the writer takes while the accelerator prepares. */
+    static final int PREPARING_DEPTHS = 4;
+
     private final int device;
     private final int devices;
     private final String groupId;
@@ -56,10 +63,6 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private final int queueDepth;
     // Whether the task still consumes the in-flight data of the checkpoint it restored.
     private volatile BooleanSupplier restoring = () -> false;
-
-    /** How many queue depths the writer takes while the accelerator prepares. */
-    static final int PREPARING_DEPTHS = 4;
-
     private boolean prepared; // the accelerator is ready for its first step (guarded by lock)
     private long taken; // batches the worker took off the queue (guarded by lock)
     private final Accelerator accelerator;
