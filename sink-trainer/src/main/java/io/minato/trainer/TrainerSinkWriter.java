@@ -34,8 +34,8 @@ import org.slf4j.LoggerFactory;
  * ends, so with depth Q the writer holds Q batches (Q - 1 prefetched while one trains). It takes
  * more only where waiting for a step would hold up a checkpoint: while its task restores, while the
  * model prepares (up to {@link #PREPARING_DEPTHS} Q), while another replica starves or a cut holds
- * the group. A write waits for one step at most, so a longer queue keeps its length until the
- * workers' pacing lets it drain.
+ * the group. A device training alone waits for one step at most per write, so a longer queue keeps
+ * its length until the workers' pacing lets it drain; replicas wait for it to drain.
  *
  * <p>Its trace, summary and model go through {@link DeviceOutputs}. When the accelerator trains on
  * a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it every {@link
@@ -219,14 +219,18 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // While the accelerator prepares (a model built and restored, about a second), no
             // step frees the queue: up to PREPARING_DEPTHS depths are taken, so that the task
             // reaches the first checkpoint's barrier rather than wait for the first step.
-            // A write waits for one step at most: a queue longer than its depth (taken while the
-            // task restored, say) keeps its length rather than drain before the next write, which
-            // would hold the task, and a checkpoint's barrier with it, for the whole backlog. The
-            // workers' pacing sees the longer queue and lets it drain.
+            // Alone, a write waits for one step at most: a queue longer than its depth (taken
+            // while the task restored, say) keeps its length rather than drain before the next
+            // write, which would hold the task, and a checkpoint's barrier with it, for the whole
+            // backlog. The workers' pacing sees the longer queue and lets it drain. Replicas drain
+            // it first: a replica trains what its queue holds at the end of input inside
+            // endInput, where cuts no longer wait for it, and its last snapshot then comes steps
+            // after the other replicas' (a checkpoint of replicas at different steps).
             long takenBefore = taken;
+            boolean oneStep = member == null || member.size() == 1;
             while (failure == null
                     && queue.size() >= (prepared ? queueDepth : queueDepth * PREPARING_DEPTHS)
-                    && taken == takenBefore
+                    && !(oneStep && taken != takenBefore)
                     && !restoring.getAsBoolean()
                     && !(member != null && (member.cutPending() || member.othersStarving()))) {
                 awaitChange();
@@ -441,6 +445,16 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     public int device() {
         return device;
+    }
+
+    /** Whether the accelerator has prepared for its first step. */
+    boolean prepared() {
+        lock.lock();
+        try {
+            return prepared;
+        } finally {
+            lock.unlock();
+        }
     }
 
     private void runWorker() {

@@ -121,7 +121,7 @@ class TrainerSinkWriterTest {
     void shouldTakeFourQueueDepthsWhileTheAcceleratorPrepares() throws Exception {
         Gate gate = new Gate();
         gate.prepared = new CountDownLatch(1);
-        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        TrainerSinkWriter w = preparing(sink(gate, 2), new FakeTrainerContext(0, 1));
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () -> {
@@ -218,6 +218,7 @@ class TrainerSinkWriterTest {
                         new UnregisteredMetricsGroup(),
                         null);
         writers.add(w);
+        await(w::prepared);
         // Elsewhere: a replica of another TaskManager's id, which reaches the group over TCP.
         Replicas others =
                 where.startsWith("this")
@@ -553,7 +554,9 @@ class TrainerSinkWriterTest {
 
         FutureTask<List<TrainerWriterState>> checkpoint =
                 new FutureTask<>(() -> w.snapshotState(1));
-        new Thread(checkpoint).start();
+        Thread taskThread = new Thread(checkpoint);
+        taskThread.start();
+        await(() -> taskThread.getState() == Thread.State.WAITING); // for step 1 to end
         gate.open(2);
         TrainerWriterState state = checkpoint.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(0);
 
@@ -640,10 +643,17 @@ class TrainerSinkWriterTest {
     void shouldWakeAWriteBlockedOnAFullQueueWhenAStepThrows() throws Exception {
         TrainerSinkWriter w = writer(sink(new Failing(0), 1), new FakeTrainerContext(0, 1));
         w.write(batch(0, 0));
+        // Writes until one blocks on the full queue (a few more return while the accelerator
+        // prepares) and then wakes with the failure.
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () ->
-                        assertThatThrownBy(() -> w.write(batch(0, 1)))
+                        assertThatThrownBy(
+                                        () -> {
+                                            for (int i = 1; ; i++) {
+                                                w.write(batch(0, i));
+                                            }
+                                        })
                                 .isInstanceOf(IOException.class)
                                 .hasMessageContaining("training step 0 failed"));
     }
@@ -789,7 +799,17 @@ class TrainerSinkWriterTest {
                 .build();
     }
 
-    private TrainerSinkWriter writer(TrainerSink sink, FakeTrainerContext ctx) throws IOException {
+    /** A writer whose accelerator has prepared: its queue holds its own depth from the start. */
+    private TrainerSinkWriter writer(TrainerSink sink, FakeTrainerContext ctx)
+            throws IOException, InterruptedException {
+        TrainerSinkWriter w = preparing(sink, ctx);
+        await(w::prepared);
+        return w;
+    }
+
+    /** A writer, its accelerator perhaps still preparing. */
+    private TrainerSinkWriter preparing(TrainerSink sink, FakeTrainerContext ctx)
+            throws IOException {
         TrainerSinkWriter w = ctx.create(sink);
         writers.add(w);
         return w;
