@@ -95,13 +95,13 @@ public interface Accelerator extends AutoCloseable {
         return () -> state;
     }
 
-    /** A state taken at a step boundary, written when asked. */
+    /** A state taken at a step boundary, written when asked; closed by whoever took it. */
     @FunctionalInterface
     interface Capture extends AutoCloseable {
-        /** The state as {@link #snapshot()} would have returned it when captured; called once. */
+        /** The state as {@link #snapshot()} would have returned it when captured. */
         byte[] bytes() throws Exception;
 
-        /** Releases what the capture holds when its bytes are not wanted after all. */
+        /** Releases what the capture holds (a copy of the model on its device, say). */
         @Override
         default void close() {}
     }

@@ -165,8 +165,9 @@ final class DeviceParameters {
 
     /**
      * Copies of every array made on the device, in {@code copies} (which the capture owns and
-     * closes): a copy queued behind the steps before it, which steps after it leave alone. Its
-     * bytes are {@link #encode}'s at this point, written when asked, on whatever thread asks.
+     * closes when it is closed): a copy queued behind the steps before it, which steps after it
+     * leave alone. Its bytes are {@link #encode}'s at this point, written when asked, on whatever
+     * thread asks.
      */
     Accelerator.Capture capture(String modelName, long step, NDManager copies) {
         NDArray[] w = copy(weights, copies);
@@ -175,11 +176,7 @@ final class DeviceParameters {
         return new Accelerator.Capture() {
             @Override
             public byte[] bytes() {
-                try {
-                    return encode(modelName, step, w, v, b);
-                } finally {
-                    close();
-                }
+                return encode(modelName, step, w, v, b);
             }
 
             @Override

@@ -349,12 +349,8 @@ public final class DjlAccelerator implements Accelerator {
      */
     @Override
     public byte[] snapshot() {
-        synchronized (published) {
-            if (!ready) {
-                return pendingRestore != null ? pendingRestore : new byte[0];
-            }
-        }
-        return encodeState();
+        byte[] unpublished = unpublished();
+        return unpublished != null ? unpublished : encodeState();
     }
 
     /**
@@ -363,13 +359,21 @@ public final class DjlAccelerator implements Accelerator {
      */
     @Override
     public Capture capture() {
-        synchronized (published) {
-            if (!ready) {
-                byte[] state = pendingRestore != null ? pendingRestore : new byte[0];
-                return () -> state;
-            }
+        byte[] unpublished = unpublished();
+        if (unpublished != null) {
+            return () -> unpublished;
         }
         return parameters.capture(settings.network().modelName(), step, this.state.newSubManager());
+    }
+
+    /** Until the model is ready: the state as restored, or none; null once it is ready. */
+    private byte[] unpublished() {
+        synchronized (published) {
+            if (ready) {
+                return null;
+            }
+            return pendingRestore != null ? pendingRestore : new byte[0];
+        }
     }
 
     @Override

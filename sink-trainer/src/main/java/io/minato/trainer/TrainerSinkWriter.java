@@ -290,6 +290,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
             throw new InterruptedIOException("interrupted before checkpoint " + checkpointId);
         }
         Accelerator.Capture model = null;
+        boolean captured = false;
         List<Batch> queued;
         DeviceCounters at;
         long traceLength;
@@ -311,32 +312,26 @@ public final class TrainerSinkWriter implements AutoCloseable {
             if (member != null) {
                 member.snapshotted(checkpointId);
             }
+            captured = true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            closeQuietly(model);
             throw new InterruptedIOException("interrupted while taking checkpoint " + checkpointId);
         } catch (IOException e) {
-            closeQuietly(model);
             throw e;
         } catch (Exception e) {
-            closeQuietly(model);
             throw new IOException("device " + device + ": cannot snapshot the model state", e);
         } finally {
             pendingSnapshots--;
             changed.signalAll();
             lock.unlock();
+            if (!captured && model != null) {
+                model.close();
+            }
         }
-        try (Accelerator.Capture captured = model) {
-            return List.of(
-                    new TrainerWriterState(device, queued, at, captured.bytes(), traceLength));
+        try (Accelerator.Capture state = model) {
+            return List.of(new TrainerWriterState(device, queued, at, state.bytes(), traceLength));
         } catch (Exception e) {
             throw new IOException("device " + device + ": cannot write the model state", e);
-        }
-    }
-
-    private static void closeQuietly(Accelerator.Capture capture) {
-        if (capture != null) {
-            capture.close();
         }
     }
 
@@ -457,6 +452,15 @@ public final class TrainerSinkWriter implements AutoCloseable {
         }
     }
 
+    /** The queue's head is done with, trained or left out (under the lock). */
+    private void headDone() {
+        queue.removeFirst();
+        taken++;
+        held = queue.size();
+        stepRunning = false;
+        changed.signalAll();
+    }
+
     private void runWorker() {
         long step = -1;
         boolean starving = false; // what the replica group was last told
@@ -520,11 +524,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     // Every sample of the batch was left out (--on-bad-sample skip): no step.
                     lock.lock();
                     try {
-                        queue.removeFirst();
-                        taken++;
-                        held = queue.size();
-                        stepRunning = false;
-                        changed.signalAll();
+                        headDone();
                     } finally {
                         lock.unlock();
                     }
@@ -548,11 +548,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                     counters = after;
                     // Metrics before the step counts as done: a drained queue shows them all.
                     metrics.step(before, after, full.samples().size());
-                    queue.removeFirst();
-                    taken++;
-                    held = queue.size();
-                    stepRunning = false;
-                    changed.signalAll();
+                    headDone();
                 } finally {
                     lock.unlock();
                 }

@@ -105,11 +105,13 @@ class DjlAcceleratorTest {
             }
             a.train(batch);
             byte[] afterOne = a.snapshot();
-            Accelerator.Capture captured = a.capture();
-            a.train(batch);
-            byte[] afterTwo = a.snapshot();
-            assertThat(afterTwo).isNotEqualTo(afterOne);
-            assertThat(captured.bytes()).isEqualTo(afterOne);
+            byte[] afterTwo;
+            try (Accelerator.Capture captured = a.capture()) {
+                a.train(batch);
+                afterTwo = a.snapshot();
+                assertThat(afterTwo).isNotEqualTo(afterOne);
+                assertThat(captured.bytes()).isEqualTo(afterOne);
+            }
             Accelerator.Capture unwanted = a.capture();
             unwanted.close(); // its copies freed without writing them
             assertThat(a.snapshot()).isEqualTo(afterTwo);
