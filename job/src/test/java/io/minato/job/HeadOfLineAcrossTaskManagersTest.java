@@ -15,8 +15,6 @@ import io.minato.trainer.TrainerSink;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.CaseTable;
-import io.minato.workload.kits19.Dataset;
-import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
 import java.io.DataInput;
 import java.io.IOException;
@@ -62,8 +60,7 @@ class HeadOfLineAcrossTaskManagersTest {
 
     @BeforeAll
     static void generate() throws Exception {
-        KitsLikeGenerator.builder().optCases(8).optScale(0.15).optSeed(6).build().generate(data);
-        train = Dataset.scan(data).split(2).train();
+        train = MiniClusterJobs.smallTrainingSet(data);
     }
 
     @Test

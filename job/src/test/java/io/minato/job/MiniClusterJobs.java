@@ -6,6 +6,9 @@ import io.minato.loader.SampleRecipe;
 import io.minato.spi.Workload;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.TrainerSink;
+import io.minato.workload.kits19.CaseFiles;
+import io.minato.workload.kits19.Dataset;
+import io.minato.workload.kits19.KitsLikeGenerator;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +25,12 @@ import org.apache.flink.test.junit5.MiniClusterExtension;
  */
 final class MiniClusterJobs {
     private MiniClusterJobs() {}
+
+    /** Eight small generated cases in {@code data}; the six training ones (two held out). */
+    static List<CaseFiles> smallTrainingSet(Path data) throws Exception {
+        KitsLikeGenerator.builder().optCases(8).optScale(0.15).optSeed(6).build().generate(data);
+        return Dataset.scan(data).split(2).train();
+    }
 
     /** A MiniCluster of {@code taskManagers} TaskManagers of {@code slots} slots each. */
     static MiniClusterExtension cluster(int taskManagers, int slots, Configuration configuration) {

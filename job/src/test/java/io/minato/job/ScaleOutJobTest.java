@@ -20,8 +20,6 @@ import io.minato.trainer.TrainerSink;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.CaseTable;
-import io.minato.workload.kits19.Dataset;
-import io.minato.workload.kits19.KitsLikeGenerator;
 import io.minato.workload.kits19.TransformConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -85,8 +83,7 @@ class ScaleOutJobTest {
 
     @BeforeAll
     static void generate() throws Exception {
-        KitsLikeGenerator.builder().optCases(8).optScale(0.15).optSeed(6).build().generate(data);
-        train = Dataset.scan(data).split(2).train();
+        train = MiniClusterJobs.smallTrainingSet(data);
     }
 
     /**
