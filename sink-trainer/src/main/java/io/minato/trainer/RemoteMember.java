@@ -39,7 +39,7 @@ final class RemoteMember implements ReplicaGroup.Member {
     private volatile CompletableFuture<Long> cutTaken = new CompletableFuture<>();
     private volatile long outstanding; // the step posted and not answered; 0: none
     private volatile long completedAtCut = -1;
-    private volatile boolean cutPending;
+    private volatile long pendingCut = -1;
     private volatile boolean othersStarving;
     private volatile long startStep;
     private volatile Throwable failure;
@@ -164,8 +164,8 @@ final class RemoteMember implements ReplicaGroup.Member {
     }
 
     @Override
-    public boolean cutPending() {
-        return cutPending;
+    public long pendingCut() {
+        return pendingCut;
     }
 
     @Override
@@ -252,7 +252,7 @@ final class RemoteMember implements ReplicaGroup.Member {
                     }
                     case ReplicaWire.AVERAGE -> call.complete(ReplicaWire.readFloats(in));
                     case ReplicaWire.CUT_TAKEN -> cutTaken.complete(in.readLong());
-                    case ReplicaWire.CUT_PENDING -> cutPending = in.readBoolean();
+                    case ReplicaWire.CUT_PENDING -> pendingCut = in.readLong();
                     case ReplicaWire.OTHERS_STARVING -> othersStarving = in.readBoolean();
                     case ReplicaWire.FAILED -> fail(new IllegalStateException(in.readUTF()));
                     default -> throw new IOException("unknown replica message " + tag);

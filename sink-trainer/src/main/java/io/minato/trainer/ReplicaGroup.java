@@ -21,9 +21,11 @@ import java.util.function.Consumer;
  *
  * <p>Checkpoints: Flink snapshots the replicas one by one, at different moments. The first replica
  * to snapshot a checkpoint {@link Member#cut cuts} the group: no further step completes until every
- * replica still training has {@link Member#snapshotted snapshotted} it, so every replica's state in
- * the checkpoint is at the same global step. A replica waiting in the all-reduce of a held step has
- * not touched its parameters and counts as being at a step boundary.
+ * replica has {@link Member#snapshotted snapshotted} it, so every replica's state in the checkpoint
+ * is at the same global step. A replica waiting in the all-reduce of a held step has not touched
+ * its parameters and counts as being at a step boundary. A replica whose input ended still trains
+ * what it holds, and its task takes no snapshot until training is over: it takes its state at each
+ * cut itself ({@link Member#pendingCut}) and gives that state to the checkpoint later.
  *
  * <p>The group lives in replica 0's TaskManager. Replicas in that TaskManager find it by its id
  * (the job, its attempt and the TaskManager); replicas in other TaskManagers reach it through a
@@ -75,7 +77,10 @@ public final class ReplicaGroup {
      * the watched one starves, now and on every change; must not block.
      */
     interface GroupWatcher {
-        void changed(boolean cutPending, boolean othersStarving);
+        /**
+         * @param pendingCut the checkpoint a cut holds the group for, -1 for none
+         */
+        void changed(long pendingCut, boolean othersStarving);
     }
 
     private record Watch(int replica, GroupWatcher watcher) {}
@@ -176,8 +181,17 @@ public final class ReplicaGroup {
          */
         void cut(long checkpointId);
 
+        /**
+         * The checkpoint a cut holds the group for, -1 for none. A replica whose input ended takes
+         * its state for that checkpoint when it sees it, as its task cannot snapshot until training
+         * is over.
+         */
+        long pendingCut();
+
         /** Whether a cut holds the group: writers then accept batches beyond their queue. */
-        boolean cutPending();
+        default boolean cutPending() {
+            return pendingCut() >= 0;
+        }
 
         /**
          * This replica's trainer waits for a batch and has none queued ({@code true}), or has one
@@ -199,8 +213,8 @@ public final class ReplicaGroup {
         void snapshotted(long checkpointId);
 
         /**
-         * This replica's input has ended: it takes no more snapshots (its task waits for the end of
-         * training) and posts only empty steps from now on.
+         * This replica's input has ended: it no longer starves, and once what it holds is trained
+         * it posts only empty steps. Cuts still wait for its snapshot, which it takes itself.
          */
         void end();
 
@@ -351,12 +365,9 @@ public final class ReplicaGroup {
                     return;
                 }
                 if (checkpointId > cutCheckpoint) {
-                    boolean started = cutCheckpoint < 0;
                     cutCheckpoint = checkpointId;
                     Arrays.fill(cutTaken, false);
-                    if (started) {
-                        tellWatchers();
-                    }
+                    tellWatchers();
                 }
             } finally {
                 lock.unlock();
@@ -364,10 +375,10 @@ public final class ReplicaGroup {
         }
 
         @Override
-        public boolean cutPending() {
+        public long pendingCut() {
             lock.lock();
             try {
-                return cutCheckpoint >= 0;
+                return cutCheckpoint;
             } finally {
                 lock.unlock();
             }
@@ -415,7 +426,6 @@ public final class ReplicaGroup {
             try {
                 ended[replica] = true;
                 starving[replica] = false;
-                releaseCutIfTaken();
                 tellWatchers();
             } finally {
                 lock.unlock();
@@ -485,7 +495,7 @@ public final class ReplicaGroup {
             lock.lock();
             try {
                 watches.add(new Watch(replica, watcher));
-                watcher.changed(cutCheckpoint >= 0, othersStarve(replica));
+                watcher.changed(cutCheckpoint, othersStarve(replica));
             } finally {
                 lock.unlock();
             }
@@ -501,7 +511,7 @@ public final class ReplicaGroup {
             return;
         }
         for (int r = 0; r < size; r++) {
-            if (!cutTaken[r] && !ended[r]) {
+            if (!cutTaken[r]) {
                 return;
             }
         }
@@ -513,7 +523,7 @@ public final class ReplicaGroup {
 
     private void tellWatchers() {
         for (Watch w : watches) {
-            w.watcher().changed(cutCheckpoint >= 0, othersStarve(w.replica()));
+            w.watcher().changed(cutCheckpoint, othersStarve(w.replica()));
         }
     }
 

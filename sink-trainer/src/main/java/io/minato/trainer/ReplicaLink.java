@@ -129,8 +129,8 @@ final class ReplicaLink implements AutoCloseable {
         private ReplicaGroup.LocalMember member;
         private int replica = -1;
         private volatile boolean left;
-        // What the remote replica was last told (it starts believing false for both).
-        private boolean toldCutPending;
+        // What the remote replica was last told (it starts believing no cut and no one starving).
+        private long toldPendingCut = -1;
         private boolean toldOthersStarving;
 
         Connection(Socket socket) {
@@ -288,10 +288,10 @@ final class ReplicaLink implements AutoCloseable {
 
         /** Writes message {@code tag} with {@code body} on the sender thread. */
         /** Under the group's lock: tells the remote replica what changed, and only that. */
-        private void groupChanged(boolean cutPending, boolean othersStarving) {
-            if (cutPending != toldCutPending) {
-                toldCutPending = cutPending;
-                send(o -> o.writeBoolean(cutPending), ReplicaWire.CUT_PENDING);
+        private void groupChanged(long pendingCut, boolean othersStarving) {
+            if (pendingCut != toldPendingCut) {
+                toldPendingCut = pendingCut;
+                send(o -> o.writeLong(pendingCut), ReplicaWire.CUT_PENDING);
             }
             if (othersStarving != toldOthersStarving) {
                 toldOthersStarving = othersStarving;

@@ -26,7 +26,7 @@ final class ReplicaWire {
     static final int INITIAL_STATE = 21; // start step, state
     static final int AVERAGE = 22; // gradient (-1: training is over)
     static final int CUT_TAKEN = 23; // global steps completed when the cut took hold
-    static final int CUT_PENDING = 24; // whether a cut holds the group
+    static final int CUT_PENDING = 24; // the checkpoint a cut holds the group for, -1: none
     static final int FAILED = 25; // message: the group aborted
     static final int OTHERS_STARVING = 26; // whether another replica starves
 

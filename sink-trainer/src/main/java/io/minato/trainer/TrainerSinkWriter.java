@@ -16,6 +16,7 @@ import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -34,8 +35,8 @@ import org.slf4j.LoggerFactory;
  * ends, so with depth Q the writer holds Q batches (Q - 1 prefetched while one trains). It takes
  * more only where waiting for a step would hold up a checkpoint: while its task restores, while the
  * model prepares (up to {@link #PREPARING_DEPTHS} Q), while another replica starves or a cut holds
- * the group. A device training alone waits for one step at most per write, so a longer queue keeps
- * its length until the workers' pacing lets it drain; replicas wait for it to drain.
+ * the group. A write waits for one step at most, so a longer queue keeps its length until the
+ * workers' pacing lets it drain.
  *
  * <p>Its trace, summary and model go through {@link DeviceOutputs}. When the accelerator trains on
  * a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it every {@link
@@ -71,6 +72,9 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private final Path outputDir; // null: no summary
     private final Thread worker;
     private final ReplicaGroup.Member member; // null: the accelerator trains alone
+    // A replica's states taken at the group's cuts after its input ended, by checkpoint; the
+    // task's thread only. Flink takes one checkpoint at a time by default: one entry at most.
+    private final TreeMap<Long, TrainerWriterState> takenAtCuts = new TreeMap<>();
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -219,18 +223,14 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // While the accelerator prepares (a model built and restored, about a second), no
             // step frees the queue: up to PREPARING_DEPTHS depths are taken, so that the task
             // reaches the first checkpoint's barrier rather than wait for the first step.
-            // Alone, a write waits for one step at most: a queue longer than its depth (taken
-            // while the task restored, say) keeps its length rather than drain before the next
-            // write, which would hold the task, and a checkpoint's barrier with it, for the whole
-            // backlog. The workers' pacing sees the longer queue and lets it drain. Replicas drain
-            // it first: a replica trains what its queue holds at the end of input inside
-            // endInput, where cuts no longer wait for it, and its last snapshot then comes steps
-            // after the other replicas' (a checkpoint of replicas at different steps).
+            // A write waits for one step at most: a queue longer than its depth (taken while the
+            // task restored, say) keeps its length rather than drain before the next write, which
+            // would hold the task, and a checkpoint's barrier with it, for the whole backlog. The
+            // workers' pacing sees the longer queue and lets it drain.
             long takenBefore = taken;
-            boolean oneStep = member == null || member.size() == 1;
             while (failure == null
                     && queue.size() >= (prepared ? queueDepth : queueDepth * PREPARING_DEPTHS)
-                    && !(oneStep && taken != takenBefore)
+                    && taken == takenBefore
                     && !restoring.getAsBoolean()
                     && !(member != null && (member.cutPending() || member.othersStarving()))) {
                 awaitChange();
@@ -247,29 +247,54 @@ public final class TrainerSinkWriter implements AutoCloseable {
     /**
      * At end of input, waits until every queued batch is trained, lets the accelerator keep its
      * result (the model) and writes the summary.
+     *
+     * <p>A replica's task snapshots nothing while it waits here, yet its replicas go on
+     * checkpointing. So it takes its state itself at every cut of the group meanwhile, and {@link
+     * #snapshotState} gives that state when Flink asks for the checkpoint, once training is over:
+     * every replica's state in a checkpoint is at the same global step.
      */
     public void flush(boolean endOfInput) throws IOException, InterruptedException {
-        if (endOfInput && member != null) {
-            member.end(); // the task now waits here: no more snapshots from this replica
+        if (!endOfInput) {
+            return;
+        }
+        if (member != null) {
+            member.end();
         }
         lock.lockInterruptibly();
         try {
-            if (endOfInput) {
-                inputEnded = true;
-                changed.signalAll();
-            }
-            while (endOfInput
-                    && failure == null
-                    && (!queue.isEmpty() || (member != null && !trainingOver))) {
-                changed.await();
-            }
-            throwIfFailed();
+            inputEnded = true;
+            changed.signalAll();
         } finally {
             lock.unlock();
         }
-        if (endOfInput) {
-            outputs.finish();
-            endedNormally = true;
+        long cut;
+        while ((cut = awaitTrainedOrCut()) >= 0) {
+            takenAtCuts.put(cut, take(cut));
+        }
+        outputs.finish();
+        endedNormally = true;
+    }
+
+    /**
+     * Waits until every queued batch is trained and training is over (-1), or until a cut holds the
+     * replica group for a checkpoint whose state this writer has not taken yet (its id).
+     */
+    private long awaitTrainedOrCut() throws IOException, InterruptedException {
+        lock.lockInterruptibly();
+        try {
+            while (true) {
+                throwIfFailed();
+                if (queue.isEmpty() && (member == null || trainingOver)) {
+                    return -1;
+                }
+                long cut = member == null ? -1 : member.pendingCut();
+                if (cut >= 0 && !takenAtCuts.containsKey(cut)) {
+                    return cut;
+                }
+                awaitChange();
+            }
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -280,9 +305,17 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     /**
      * Waits for the current step to end, then captures the queue, counters and model state. The
-     * step is held only while the model is captured: its bytes are written once training goes on.
+     * step is held only while the model is captured: its bytes are written once training goes on. A
+     * replica whose input ended gives the state it took at this checkpoint's cut, if any.
      */
     public List<TrainerWriterState> snapshotState(long checkpointId) throws IOException {
+        TrainerWriterState atCut = takenAtCuts.remove(checkpointId);
+        takenAtCuts.headMap(checkpointId).clear(); // checkpoints that were aborted
+        return List.of(atCut != null ? atCut : take(checkpointId));
+    }
+
+    /** The state at the next step boundary, the group cut there for {@code checkpointId}. */
+    private TrainerWriterState take(long checkpointId) throws IOException {
         try {
             lock.lockInterruptibly();
         } catch (InterruptedException e) {
@@ -329,7 +362,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
             }
         }
         try (Accelerator.Capture state = model) {
-            return List.of(new TrainerWriterState(device, queued, at, state.bytes(), traceLength));
+            return new TrainerWriterState(device, queued, at, state.bytes(), traceLength);
         } catch (Exception e) {
             throw new IOException("device " + device + ": cannot write the model state", e);
         }

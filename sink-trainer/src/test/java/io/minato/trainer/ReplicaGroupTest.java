@@ -179,20 +179,49 @@ class ReplicaGroupTest {
         assertThat(a.cutPending()).isFalse();
     }
 
+    /**
+     * A replica whose input ended still trains what it holds, and its task snapshots only once
+     * training is over: a cut waits for the state it takes itself, told the checkpoint's id.
+     */
     @ParameterizedTest(name = "the second replica in {0}")
     @ValueSource(strings = {THIS_TM, ANOTHER_TM})
-    void shouldNotWaitForTheSnapshotOfAReplicaWhoseInputEnded(String where) throws Exception {
+    void shouldWaitForTheSnapshotOfAReplicaWhoseInputEnded(String where) throws Exception {
         Pair p = pair(where);
         ReplicaGroup.Member a = p.a();
         ReplicaGroup.Member b = p.b();
         start(a, b);
         b.end();
-        a.cut(1);
+        assertThat(b.pendingCut()).isEqualTo(-1);
+        a.cut(7);
+        await(() -> b.pendingCut() == 7); // told over the link when elsewhere
         var fa = post(a, 1, new float[] {1f}, 1);
-        var fb = post(b, 1, null, 0);
-        a.snapshotted(1);
-        assertThat(fa.get(10, TimeUnit.SECONDS)).containsExactly(1f);
-        assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(1f);
+        var fb = post(b, 1, new float[] {3f}, 1);
+        a.snapshotted(7);
+        await(() -> a.parked() && b.parked());
+        Thread.sleep(50);
+        assertThat(fa).as("held until the ended replica took its state").isNotDone();
+        b.snapshotted(7);
+        assertThat(fa.get(10, TimeUnit.SECONDS)).containsExactly(2f);
+        assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(2f);
+        await(() -> b.pendingCut() == -1);
+    }
+
+    /** A later checkpoint's cut replaces one that a replica never snapshotted, and says so. */
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldTellEveryReplicaTheCheckpointOfTheLatestCut(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
+        start(a, b);
+        a.cut(3);
+        await(() -> b.pendingCut() == 3);
+        a.cut(4);
+        await(() -> b.pendingCut() == 4);
+        a.cut(2); // older: changes nothing
+        Thread.sleep(50);
+        assertThat(b.pendingCut()).isEqualTo(4);
+        assertThat(a.pendingCut()).isEqualTo(4);
     }
 
     /** Each replica learns when another one starves, and stops hearing it once that one ended. */

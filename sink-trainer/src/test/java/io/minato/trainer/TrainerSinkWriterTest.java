@@ -219,17 +219,7 @@ class TrainerSinkWriterTest {
                         null);
         writers.add(w);
         await(w::prepared);
-        // Elsewhere: a replica of another TaskManager's id, which reaches the group over TCP.
-        Replicas others =
-                where.startsWith("this")
-                        ? Replicas.inJvm()
-                        : new Replicas(
-                                TrainerRendezvous.inJvm(),
-                                "tm-elsewhere",
-                                "127.0.0.1",
-                                InetAddress.getLoopbackAddress());
-        ReplicaGroup.Member other = others.join(group, 2, 1);
-        assertThat(other instanceof RemoteMember).isEqualTo(where.startsWith("another"));
+        ReplicaGroup.Member other = replicaElsewhere(where, group);
         Thread otherStart = new Thread(() -> initial(other));
         otherStart.start();
         assertTimeoutPreemptively(
@@ -289,6 +279,89 @@ class TrainerSinkWriterTest {
         assertThat(w.counters().steps()).isEqualTo(5);
         otherSteps.join(TIMEOUT.toMillis());
         other.leave();
+    }
+
+    /**
+     * A replica whose input ended trains what it holds inside its task's end of input, where Flink
+     * takes no snapshot. The other replicas checkpoint meanwhile: it takes its state at their cut,
+     * and gives that state for the checkpoint once training is over, not its state at the end.
+     */
+    @ParameterizedTest(name = "the other replica in {0}")
+    @ValueSource(strings = {"this TaskManager", "another TaskManager"})
+    void shouldGiveTheStateTakenAtACutWhileItsInputEndedAndItTrainedOn(String where)
+            throws Exception {
+        String group = "writer-" + UUID.randomUUID();
+        TrainerSinkWriter w =
+                new TrainerSinkWriter(
+                        0,
+                        2,
+                        group,
+                        Replicas.inJvm(),
+                        2,
+                        new Lockstep(),
+                        null,
+                        null,
+                        null,
+                        new UnregisteredMetricsGroup(),
+                        null);
+        writers.add(w);
+        await(w::prepared);
+        ReplicaGroup.Member other = replicaElsewhere(where, group);
+        Thread otherStart = new Thread(() -> initial(other));
+        otherStart.start();
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    w.write(batch(0, 0));
+                    w.write(batch(0, 1));
+                    otherStart.join();
+                    assertThat(other.allReduce(1, new float[] {1f}, 1)).isNotNull();
+                });
+        await(() -> w.counters().steps() == 1);
+
+        // Its input ends with batch 1 still to train: the task waits in flush.
+        FutureTask<Void> flush =
+                new FutureTask<>(
+                        () -> {
+                            w.flush(true);
+                            return null;
+                        });
+        new Thread(flush).start();
+        other.cut(9);
+        other.snapshotted(9);
+        assertTimeoutPreemptively(
+                TIMEOUT,
+                () -> {
+                    // Held by the cut until the ended writer took its state.
+                    assertThat(other.allReduce(2, new float[] {1f}, 1)).isNotNull();
+                    assertThat(other.allReduce(3, null, 0)).as("training is over").isNull();
+                    flush.get();
+                });
+        assertThat(w.counters().steps()).isEqualTo(2);
+
+        TrainerWriterState atCut = w.snapshotState(9).get(0);
+        assertThat(atCut.counters().steps()).isEqualTo(1);
+        assertThat(atCut.queued()).extracting(Batch::sequence).containsExactly(1L);
+        TrainerWriterState atEnd = w.snapshotState(10).get(0);
+        assertThat(atEnd.counters().steps()).isEqualTo(2);
+        assertThat(atEnd.queued()).isEmpty();
+        other.leave();
+    }
+
+    /** Replica 1 of {@code group}, in this TaskManager or, over TCP, as if in another one. */
+    private static ReplicaGroup.Member replicaElsewhere(String where, String group)
+            throws IOException {
+        Replicas others =
+                where.startsWith("this")
+                        ? Replicas.inJvm()
+                        : new Replicas(
+                                TrainerRendezvous.inJvm(),
+                                "tm-elsewhere",
+                                "127.0.0.1",
+                                InetAddress.getLoopbackAddress());
+        ReplicaGroup.Member other = others.join(group, 2, 1);
+        assertThat(other instanceof RemoteMember).isEqualTo(where.startsWith("another"));
+        return other;
     }
 
     private static void initial(ReplicaGroup.Member m) {
