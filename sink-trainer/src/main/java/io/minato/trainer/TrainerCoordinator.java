@@ -13,20 +13,23 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 
 /**
  * The trainers' coordinator in the JobManager: their queue reports go to the job's worker
- * schedulers ({@link QueueCoordinator}), and it is where the trainers of a run attempt meet ({@link
- * TrainerRendezvous}). It holds nothing a checkpoint needs: after a restore the trainers, a new
- * attempt, meet again.
+ * schedulers ({@link QueueCoordinator}), it is where the trainers of a run attempt meet ({@link
+ * TrainerRendezvous}), and after a restore it asks for a checkpoint once they run ({@link
+ * CheckpointAfterRestore}). It holds nothing a checkpoint needs: after a restore the trainers, a
+ * new attempt, meet again.
  */
 final class TrainerCoordinator implements OperatorCoordinator, CoordinationRequestHandler {
     /** Attempts remembered: a few, for the requests of an attempt that is still ending. */
     private static final int ATTEMPTS = 16;
 
     private final OperatorCoordinator queues;
+    private final CheckpointAfterRestore afterRestore;
     private final Map<String, CompletableFuture<TrainerRendezvous.Root>> roots = bounded();
     private final Map<String, TrainerRendezvous.Endings> ended = bounded();
 
-    TrainerCoordinator(OperatorCoordinator queues) {
+    TrainerCoordinator(OperatorCoordinator queues, CheckpointAfterRestore afterRestore) {
         this.queues = queues;
+        this.afterRestore = afterRestore;
     }
 
     @Override
@@ -75,7 +78,11 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     @Override
     public void handleEventFromOperator(int subtask, int attempt, OperatorEvent event)
             throws Exception {
-        queues.handleEventFromOperator(subtask, attempt, event);
+        if (event instanceof CheckpointAfterRestore.Running) {
+            afterRestore.running(subtask);
+        } else {
+            queues.handleEventFromOperator(subtask, attempt, event);
+        }
     }
 
     @Override
@@ -92,11 +99,13 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     @Override
     public void resetToCheckpoint(long checkpointId, byte[] checkpointData) throws Exception {
         queues.resetToCheckpoint(checkpointId, checkpointData);
+        afterRestore.resetAll();
     }
 
     @Override
     public void subtaskReset(int subtask, long checkpointId) {
         queues.subtaskReset(subtask, checkpointId);
+        afterRestore.reset(subtask);
     }
 
     @Override
@@ -118,7 +127,10 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
 
         @Override
         public OperatorCoordinator create(Context context) throws Exception {
-            return new TrainerCoordinator(new QueueCoordinator.Provider(operator).create(context));
+            return new TrainerCoordinator(
+                    new QueueCoordinator.Provider(operator).create(context),
+                    new CheckpointAfterRestore(
+                            context::getCheckpointCoordinator, context::currentParallelism));
         }
     }
 }

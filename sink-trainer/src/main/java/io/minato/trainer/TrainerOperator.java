@@ -82,6 +82,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient LongCounter preparedAgain;
     private transient OperatorEventGateway coordinator;
     private transient QueueReport reported;
+    private transient boolean toldRunning;
     private transient TaskManagerUsage.Share usage;
     private transient Quarantine quarantine;
 
@@ -296,6 +297,11 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     }
 
     private void reportQueue() {
+        if (!toldRunning && getContainingTask().isRunning()) {
+            // Restored or not, for its coordinator to ask for a checkpoint once all trainers run.
+            toldRunning = true;
+            coordinator.sendEventToCoordinator(new CheckpointAfterRestore.Running());
+        }
         QueueReport now = writer.queue();
         if (!now.equals(reported)) {
             reported = now;

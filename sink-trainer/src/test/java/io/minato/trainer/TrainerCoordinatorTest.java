@@ -12,7 +12,8 @@ import org.apache.flink.runtime.operators.coordination.CoordinationResponse;
 import org.junit.jupiter.api.Test;
 
 class TrainerCoordinatorTest {
-    private final TrainerCoordinator coordinator = new TrainerCoordinator(new NoQueues());
+    private final TrainerCoordinator coordinator =
+            new TrainerCoordinator(new NoQueues(), new CheckpointAfterRestore(() -> null, () -> 1));
 
     @Test
     void shouldAnswerWhereTheGroupIsOnceReplicaZeroSaidSoWhoeverAskedFirst() throws Exception {

@@ -14,6 +14,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
@@ -21,6 +22,7 @@ import java.util.stream.LongStream;
 import org.apache.flink.api.common.functions.Partitioner;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -53,6 +55,7 @@ class TrainerSinkJobTest {
     private static final AtomicInteger DEVICE0_SNAPSHOTS = new AtomicInteger();
     private static final AtomicInteger RESTORES = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
+    private static final Map<Integer, Integer> SNAPSHOTS_AFTER_FAILURE = new ConcurrentHashMap<>();
 
     @TempDir Path tmp;
 
@@ -61,6 +64,7 @@ class TrainerSinkJobTest {
         DEVICE0_SNAPSHOTS.set(0);
         RESTORES.set(0);
         FAILED.set(false);
+        SNAPSHOTS_AFTER_FAILURE.clear();
     }
 
     @Test
@@ -102,6 +106,46 @@ class TrainerSinkJobTest {
         assertThat(FAILED).as("the fault was injected").isTrue();
         assertThat(RESTORES.get()).as("model state restored from a checkpoint").isPositive();
         checkSummariesAndTrace(batches);
+    }
+
+    /**
+     * After a restore, the trainers' coordinator asks for a checkpoint once the restored trainers
+     * run: with an interval of an hour, no periodic checkpoint comes while the job's 80 s of input
+     * flow, nor a final one.
+     */
+    @Test
+    void shouldCheckpointAsSoonAsTheRestoredTrainersRun() throws Exception {
+        Configuration conf = new Configuration();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 1);
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(10));
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.enableCheckpointing(Duration.ofHours(1).toMillis());
+        DataStream<Batch> source =
+                env.fromData(batches(2000, 2000))
+                        .map(
+                                b -> {
+                                    Thread.sleep(20);
+                                    return b;
+                                })
+                        .setParallelism(1);
+        sink(new FailFirstStep()).trainOn(byDevice(source)).setParallelism(DEVICES);
+        JobClient job = env.executeAsync("trainer sink restored");
+        try {
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (SNAPSHOTS_AFTER_FAILURE.size() < DEVICES && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(FAILED).as("the fault was injected").isTrue();
+            assertThat(SNAPSHOTS_AFTER_FAILURE)
+                    .as("devices that snapshotted after the restore")
+                    .containsOnlyKeys(0, 1);
+        } finally {
+            job.cancel().get();
+            while (!job.getJobStatus().get().isGloballyTerminalState()) {
+                Thread.sleep(20); // its writers close before the test's folder goes
+            }
+        }
     }
 
     /** Device d's batches go to subtask d: the partitioner's result is the subtask index. */
@@ -181,6 +225,37 @@ class TrainerSinkJobTest {
             assertThat(stepsSeen.get(d))
                     .as("steps of device %d are 0, 1, ...", d)
                     .isEqualTo(LongStream.range(0, steps[d]).boxed().collect(Collectors.toSet()));
+        }
+    }
+
+    /** Device 0 throws on its first step; every device counts its snapshots after that. */
+    private static final class FailFirstStep implements AcceleratorFactory {
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                private final SimulatedAccelerator step = new SimulatedAccelerator(1);
+
+                @Override
+                public StepResult train(Batch batch) throws Exception {
+                    if (device == 0 && FAILED.compareAndSet(false, true)) {
+                        throw new IllegalStateException("injected device fault");
+                    }
+                    return step.train(batch);
+                }
+
+                @Override
+                public String kind() {
+                    return "flaky";
+                }
+
+                @Override
+                public byte[] snapshot() {
+                    if (FAILED.get()) {
+                        SNAPSHOTS_AFTER_FAILURE.merge(device, 1, Integer::sum);
+                    }
+                    return new byte[] {(byte) device};
+                }
+            };
         }
     }
 
