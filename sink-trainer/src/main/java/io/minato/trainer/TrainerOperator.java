@@ -186,6 +186,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
 
     @Override
     public void processElement(StreamRecord<Batch> element) throws Exception {
+        tellRunningOnce(); // before a write that may wait for a step, and the timer with it
         writer.write(element.getValue());
     }
 
@@ -297,15 +298,22 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     }
 
     private void reportQueue() {
-        if (!toldRunning && getContainingTask().isRunning()) {
-            // Restored or not, for its coordinator to ask for a checkpoint once all trainers run.
-            toldRunning = true;
-            coordinator.sendEventToCoordinator(new CheckpointAfterRestore.Running());
-        }
+        tellRunningOnce();
         QueueReport now = writer.queue();
         if (!now.equals(reported)) {
             reported = now;
             coordinator.sendEventToCoordinator(now);
+        }
+    }
+
+    /**
+     * Tells the coordinator once that this task runs, restored or not: after a restore, it asks for
+     * a checkpoint once every trainer has said so ({@link CheckpointAfterRestore}).
+     */
+    private void tellRunningOnce() {
+        if (!toldRunning && coordinator != null && getContainingTask().isRunning()) {
+            toldRunning = true;
+            coordinator.sendEventToCoordinator(new CheckpointAfterRestore.Running());
         }
     }
 
