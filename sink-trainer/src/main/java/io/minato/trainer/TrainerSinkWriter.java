@@ -35,8 +35,7 @@ import org.slf4j.LoggerFactory;
  * ends, so with depth Q the writer holds Q batches (Q - 1 prefetched while one trains). It takes
  * more only where waiting for a step would hold up a checkpoint: while its task restores, while the
  * model prepares (up to {@link #PREPARING_DEPTHS} Q), while another replica starves or a cut holds
- * the group. A write waits for one step at most, so a longer queue keeps its length until the
- * workers' pacing lets it drain.
+ * the group. A write waits for two steps at most, so a longer queue drains by one batch a write.
  *
  * <p>Its trace, summary and model go through {@link DeviceOutputs}. When the accelerator trains on
  * a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it every {@link
@@ -223,14 +222,15 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // While the accelerator prepares (a model built and restored, about a second), no
             // step frees the queue: up to PREPARING_DEPTHS depths are taken, so that the task
             // reaches the first checkpoint's barrier rather than wait for the first step.
-            // A write waits for one step at most: a queue longer than its depth (taken while the
-            // task restored, say) keeps its length rather than drain before the next write, which
-            // would hold the task, and a checkpoint's barrier with it, for the whole backlog. The
-            // workers' pacing sees the longer queue and lets it drain.
+            // A write waits for two steps at most: a queue longer than its depth (taken while the
+            // task restored, say) drains by one batch a write rather than all before the next
+            // write, which would hold the task, and a checkpoint's barrier with it, for the whole
+            // backlog. It must drain before the input ends: the task trains what is queued then
+            // inside endInput, where it takes no checkpoint.
             long takenBefore = taken;
             while (failure == null
                     && queue.size() >= (prepared ? queueDepth : queueDepth * PREPARING_DEPTHS)
-                    && taken == takenBefore
+                    && taken - takenBefore < 2
                     && !restoring.getAsBoolean()
                     && !(member != null && (member.cutPending() || member.othersStarving()))) {
                 awaitChange();

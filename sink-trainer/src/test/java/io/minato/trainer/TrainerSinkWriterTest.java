@@ -137,21 +137,25 @@ class TrainerSinkWriterTest {
         List<TrainerWriterState> state = w.snapshotState(1);
         assertThat(state.get(0).queued()).as("a checkpoint meanwhile").hasSize(8);
 
-        // Prepared: the next step makes room for it.
+        // Prepared: the queue is over its depth, and the write waits for two steps.
         gate.prepared.countDown();
         gate.open(1);
+        await(() -> w.queued() == 7);
+        Thread.sleep(50);
+        assertThat(ninth.isAlive()).as("the ninth write waits for a second step").isTrue();
+        gate.open(1);
         ninth.join(TIMEOUT.toMillis());
-        assertThat(ninth.isAlive()).as("the ninth write returned after the first step").isFalse();
-        assertThat(w.queued()).isEqualTo(8);
+        assertThat(ninth.isAlive()).as("the ninth write returned after two steps").isFalse();
+        assertThat(w.queued()).isEqualTo(7);
     }
 
     /**
-     * A queue longer than its depth (taken while the task restored) keeps its length: each write
-     * waits for one step, not for the backlog to drain, so the task stays free for a checkpoint's
-     * barrier.
+     * Batches taken while the task restored make the queue longer than its depth: the next write
+     * waits for two steps, not for the backlog to drain, so the task stays free for a checkpoint's
+     * barrier, and the backlog shrinks by one batch a write until the queue is at its depth.
      */
     @Test
-    void shouldWaitForOneStepAWriteWhileABacklogDrains() throws Exception {
+    void shouldWaitForTwoStepsAWriteWhileABacklogDrains() throws Exception {
         Gate gate = new Gate();
         TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
         AtomicBoolean restoring = new AtomicBoolean(true);
@@ -160,18 +164,24 @@ class TrainerSinkWriterTest {
             w.write(batch(0, i));
         }
         restoring.set(false);
-        for (int i = 6; i < 9; i++) {
+        for (int i = 6; i < 10; i++) {
             Batch b = batch(0, i);
+            int before = w.queued();
             Thread write = new Thread(() -> writeUnchecked(w, b));
             write.start();
             await(() -> write.getState() == Thread.State.WAITING);
-            assertThat(w.queued()).isEqualTo(6);
             gate.open(1);
+            await(() -> w.queued() == before - 1);
+            if (before > 2) {
+                Thread.sleep(50);
+                assertThat(write.isAlive()).as("write %d waits for a second step", i).isTrue();
+                gate.open(1);
+            }
             write.join(TIMEOUT.toMillis());
-            assertThat(write.isAlive()).as("write %d returned after one step", i).isFalse();
-            await(() -> w.queued() == 6);
+            assertThat(write.isAlive()).as("write %d returned", i).isFalse();
+            assertThat(w.queued()).isEqualTo(Math.max(before - 1, 2));
         }
-        assertThat(w.counters().steps()).isEqualTo(3);
+        assertThat(w.queued()).as("drained to its depth").isEqualTo(2);
     }
 
     /** Each step is told the batch queued behind it, for the accelerator to stage meanwhile. */
