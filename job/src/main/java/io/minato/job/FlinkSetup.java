@@ -85,7 +85,7 @@ public final class FlinkSetup {
         if (restarts > 0) {
             c.put("restart-strategy.type", "exponential-delay");
             c.put("restart-strategy.exponential-delay.initial-backoff", "100 ms");
-            c.put("restart-strategy.exponential-delay.max-backoff", "10 s");
+            c.put("restart-strategy.exponential-delay.max-backoff", "2 s");
             c.put("restart-strategy.exponential-delay.backoff-multiplier", "2.0");
             c.put("restart-strategy.exponential-delay.reset-backoff-threshold", "1 min");
             c.put(
