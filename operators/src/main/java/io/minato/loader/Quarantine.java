@@ -14,6 +14,7 @@ import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.OperatorStateStore;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.runtime.state.StateInitializationContext;
@@ -22,11 +23,14 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The sources a loader operator quarantined during the run ({@code --on-bad-sample skip}) and the
- * samples it left out for them. Both are operator state: the quarantine union state (after a
- * restore every subtask knows every quarantined source), the count split state (summed over the
- * subtasks, each sample counted once), so that a restore neither trains a quarantined sample nor
- * counts one twice. The accumulators {@link #QUARANTINED} and {@link #SAMPLES_SKIPPED} carry them
- * to the report. Safe to call from the operator's own threads (the in-order loaders' workers).
+ * samples it left out for them. Both are split operator state, so that a restore neither trains a
+ * quarantined sample nor counts one twice: each subtask's sources go to some subtask after a
+ * restore (another meets a source bad again itself, and leaves it out then), and the counts are
+ * summed over the subtasks, each sample counted once. Not union state: Flink aborts every
+ * checkpoint of a job while any operator with union state has some subtasks finished and others
+ * not, which at the end of a run, when workers finish unevenly, meant seconds without one. The
+ * accumulators {@link #QUARANTINED} and {@link #SAMPLES_SKIPPED} carry them to the report. Safe to
+ * call from the operator's own threads (the in-order loaders' workers).
  */
 public final class Quarantine {
     /**
@@ -40,6 +44,9 @@ public final class Quarantine {
 
     private static final Logger LOG = LoggerFactory.getLogger(Quarantine.class);
 
+    /** The name under which earlier builds kept the quarantined sources, as union state. */
+    private static final String UNION_STATE = "quarantine";
+
     private final ListState<Tuple3<Integer, String, String>> quarantineState;
     private final ListState<Long> skippedState;
 
@@ -51,23 +58,30 @@ public final class Quarantine {
     private LongCounter counted;
 
     private Quarantine(StateInitializationContext context) throws Exception {
-        quarantineState =
-                context.getOperatorStateStore()
-                        .getUnionListState(
-                                new ListStateDescriptor<>(
-                                        "quarantine",
-                                        Types.TUPLE(Types.INT, Types.STRING, Types.STRING)));
-        skippedState =
-                context.getOperatorStateStore()
-                        .getListState(new ListStateDescriptor<>("skipped", Types.LONG));
+        OperatorStateStore store = context.getOperatorStateStore();
+        quarantineState = store.getListState(sources("quarantined"));
+        skippedState = store.getListState(new ListStateDescriptor<>("skipped", Types.LONG));
         if (context.isRestored()) {
             for (Tuple3<Integer, String, String> q : quarantineState.get()) {
                 bySource.putIfAbsent(q.f0, q);
+            }
+            if (store.getRegisteredStateNames().contains(UNION_STATE)) {
+                // A checkpoint of a build that kept them as union state: read, then emptied.
+                ListState<Tuple3<Integer, String, String>> union =
+                        store.getUnionListState(sources(UNION_STATE));
+                for (Tuple3<Integer, String, String> q : union.get()) {
+                    bySource.putIfAbsent(q.f0, q);
+                }
+                union.clear();
             }
             for (Long n : skippedState.get()) {
                 skipped += n;
             }
         }
+    }
+
+    private static ListStateDescriptor<Tuple3<Integer, String, String>> sources(String name) {
+        return new ListStateDescriptor<>(name, Types.TUPLE(Types.INT, Types.STRING, Types.STRING));
     }
 
     /** {@code names} and this class's accumulators: what a loader writes for a detached job. */
