@@ -85,22 +85,11 @@ class TrainerSinkJobTest {
     void shouldTrainEverySampleExactlyOnceAcrossAFailureAndRestoreFromACheckpoint()
             throws Exception {
         List<Batch> batches = batches(50, 50);
-        Configuration conf = new Configuration();
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 2);
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(10));
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        StreamExecutionEnvironment env = restarting(2);
         env.enableCheckpointing(100);
         // A throttled source, so that checkpoints happen while batches still flow.
-        DataStream<Batch> source =
-                env.fromData(batches)
-                        .map(
-                                b -> {
-                                    Thread.sleep(8);
-                                    return b;
-                                })
-                        .setParallelism(1);
-        sink(new FailOnceAfterACheckpoint()).trainOn(byDevice(source)).setParallelism(DEVICES);
+        DataStream<Batch> source = throttled(env, batches, 8);
+        sink(new FailOnce(2, 2)).trainOn(byDevice(source)).setParallelism(DEVICES);
         env.execute("trainer sink with a failure");
 
         assertThat(FAILED).as("the fault was injected").isTrue();
@@ -115,21 +104,10 @@ class TrainerSinkJobTest {
      */
     @Test
     void shouldCheckpointAsSoonAsTheRestoredTrainersRun() throws Exception {
-        Configuration conf = new Configuration();
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 1);
-        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(10));
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        StreamExecutionEnvironment env = restarting(1);
         env.enableCheckpointing(Duration.ofHours(1).toMillis());
-        DataStream<Batch> source =
-                env.fromData(batches(2000, 2000))
-                        .map(
-                                b -> {
-                                    Thread.sleep(20);
-                                    return b;
-                                })
-                        .setParallelism(1);
-        sink(new FailFirstStep()).trainOn(byDevice(source)).setParallelism(DEVICES);
+        DataStream<Batch> source = throttled(env, batches(2000, 2000), 20);
+        sink(new FailOnce(0, 1)).trainOn(byDevice(source)).setParallelism(DEVICES);
         JobClient job = env.executeAsync("trainer sink restored");
         try {
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -146,6 +124,27 @@ class TrainerSinkJobTest {
                 Thread.sleep(20); // its writers close before the test's folder goes
             }
         }
+    }
+
+    /** An environment whose job restarts {@code attempts} times, 10 ms after a failure. */
+    private static StreamExecutionEnvironment restarting(int attempts) {
+        Configuration conf = new Configuration();
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, attempts);
+        conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofMillis(10));
+        return StreamExecutionEnvironment.getExecutionEnvironment(conf);
+    }
+
+    /** {@code batches} in order, one every {@code millis}. */
+    private static DataStream<Batch> throttled(
+            StreamExecutionEnvironment env, List<Batch> batches, long millis) {
+        return env.fromData(batches)
+                .map(
+                        b -> {
+                            Thread.sleep(millis);
+                            return b;
+                        })
+                .setParallelism(1);
     }
 
     /** Device d's batches go to subtask d: the partitioner's result is the subtask index. */
@@ -228,51 +227,21 @@ class TrainerSinkJobTest {
         }
     }
 
-    /** Device 0 throws on its first step; every device counts its snapshots after that. */
-    private static final class FailFirstStep implements AcceleratorFactory {
-        @Override
-        public Accelerator create(int device, int devices) {
-            return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(1);
-
-                @Override
-                public StepResult train(Batch batch) throws Exception {
-                    if (device == 0 && FAILED.compareAndSet(false, true)) {
-                        throw new IllegalStateException("injected device fault");
-                    }
-                    return step.train(batch);
-                }
-
-                @Override
-                public String kind() {
-                    return "flaky";
-                }
-
-                @Override
-                public byte[] snapshot() {
-                    if (FAILED.get()) {
-                        SNAPSHOTS_AFTER_FAILURE.merge(device, 1, Integer::sum);
-                    }
-                    return new byte[] {(byte) device};
-                }
-            };
-        }
-    }
-
     /**
-     * Device 0 throws once, on a step after its second checkpoint; both devices count restores.
-     * Steps sleep 2 ms, so the throttled source, not training, sets the pace.
+     * Device 0 throws once, on a step after its {@code snapshots}-th checkpoint; every device
+     * counts its restores and its snapshots after the fault. Steps sleep {@code stepMillis}, so
+     * that the throttled source, not training, sets the pace.
      */
-    private static final class FailOnceAfterACheckpoint implements AcceleratorFactory {
+    private record FailOnce(int snapshots, long stepMillis) implements AcceleratorFactory {
         @Override
         public Accelerator create(int device, int devices) {
             return new Accelerator() {
-                private final SimulatedAccelerator step = new SimulatedAccelerator(2);
+                private final SimulatedAccelerator step = new SimulatedAccelerator(stepMillis);
 
                 @Override
                 public StepResult train(Batch batch) throws Exception {
                     if (device == 0
-                            && DEVICE0_SNAPSHOTS.get() >= 2
+                            && DEVICE0_SNAPSHOTS.get() >= snapshots
                             && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
                     }
@@ -288,6 +257,9 @@ class TrainerSinkJobTest {
                 public byte[] snapshot() {
                     if (device == 0) {
                         DEVICE0_SNAPSHOTS.incrementAndGet();
+                    }
+                    if (FAILED.get()) {
+                        SNAPSHOTS_AFTER_FAILURE.merge(device, 1, Integer::sum);
                     }
                     return new byte[] {(byte) device};
                 }

@@ -214,21 +214,7 @@ class TrainerSinkWriterTest {
     void shouldTakeBatchesBeyondTheQueueOnlyWhileAnotherReplicaStarves(String where)
             throws Exception {
         String group = "writer-" + UUID.randomUUID();
-        TrainerSinkWriter w =
-                new TrainerSinkWriter(
-                        0,
-                        2,
-                        group,
-                        Replicas.inJvm(),
-                        2,
-                        new Lockstep(),
-                        null,
-                        null,
-                        null,
-                        new UnregisteredMetricsGroup(),
-                        null);
-        writers.add(w);
-        await(w::prepared);
+        TrainerSinkWriter w = lockstepReplica0(group);
         ReplicaGroup.Member other = replicaElsewhere(where, group);
         Thread otherStart = new Thread(() -> initial(other));
         otherStart.start();
@@ -301,21 +287,7 @@ class TrainerSinkWriterTest {
     void shouldGiveTheStateTakenAtACutWhileItsInputEndedAndItTrainedOn(String where)
             throws Exception {
         String group = "writer-" + UUID.randomUUID();
-        TrainerSinkWriter w =
-                new TrainerSinkWriter(
-                        0,
-                        2,
-                        group,
-                        Replicas.inJvm(),
-                        2,
-                        new Lockstep(),
-                        null,
-                        null,
-                        null,
-                        new UnregisteredMetricsGroup(),
-                        null);
-        writers.add(w);
-        await(w::prepared);
+        TrainerSinkWriter w = lockstepReplica0(group);
         ReplicaGroup.Member other = replicaElsewhere(where, group);
         Thread otherStart = new Thread(() -> initial(other));
         otherStart.start();
@@ -356,6 +328,26 @@ class TrainerSinkWriterTest {
         assertThat(atEnd.counters().steps()).isEqualTo(2);
         assertThat(atEnd.queued()).isEmpty();
         other.leave();
+    }
+
+    /** Replica 0 of two in {@code group}, queue depth 2, its accelerator prepared. */
+    private TrainerSinkWriter lockstepReplica0(String group) throws Exception {
+        TrainerSinkWriter w =
+                new TrainerSinkWriter(
+                        0,
+                        2,
+                        group,
+                        Replicas.inJvm(),
+                        2,
+                        new Lockstep(),
+                        null,
+                        null,
+                        null,
+                        new UnregisteredMetricsGroup(),
+                        null);
+        writers.add(w);
+        await(w::prepared);
+        return w;
     }
 
     /** Replica 1 of {@code group}, in this TaskManager or, over TCP, as if in another one. */
