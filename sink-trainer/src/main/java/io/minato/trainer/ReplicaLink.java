@@ -286,7 +286,6 @@ final class ReplicaLink implements AutoCloseable {
             send(o -> o.writeUTF(message), ReplicaWire.FAILED);
         }
 
-        /** Writes message {@code tag} with {@code body} on the sender thread. */
         /** Under the group's lock: tells the remote replica what changed, and only that. */
         private void groupChanged(long pendingCut, boolean othersStarving) {
             if (pendingCut != toldPendingCut) {
@@ -299,6 +298,7 @@ final class ReplicaLink implements AutoCloseable {
             }
         }
 
+        /** Writes message {@code tag} with {@code body} on the sender thread. */
         private void send(ReplicaWire.Body body, int tag) {
             try {
                 sender.execute(
