@@ -44,7 +44,7 @@ public final class FlinkSetup {
     /**
      * Settings every run of the job needs, on the embedded cluster and on a real one.
      *
-     * <p>Restarts: exponential delay (0.1 s, doubling to at most 10 s); a minute without a failure
+     * <p>Restarts: exponential delay (0.1 s, doubling to at most 2 s); a minute without a failure
      * resets both the delay and the count, so failures far apart never exhaust a long run, while
      * {@code restarts} failures in a row (none of them a minute after the last) stop it with the
      * cause. 0: no restarts.

@@ -137,8 +137,8 @@ public final class TrainCommand implements Callable<Integer> {
             names = "--restart-attempts",
             paramLabel = "N",
             description =
-                    "Failures in a row the job recovers from (restarting after 0.5 s, doubling to"
-                            + " 10 s); a minute without one starts the count again, so failures far"
+                    "Failures in a row the job recovers from (restarting after 0.1 s, doubling to"
+                            + " 2 s); a minute without one starts the count again, so failures far"
                             + " apart never stop a long run; 0: none (default: ${DEFAULT-VALUE}).")
     int restartAttempts = 3;
 
