@@ -111,8 +111,10 @@ final class CheckpointAfterRestore {
         synchronized (this) {
             coordinator = ask == restore ? checkpoints.get() : null;
         }
-        if (coordinator == null || coordinator.isShutdown()) {
-            return;
+        if (coordinator == null
+                || coordinator.isShutdown()
+                || !coordinator.isPeriodicCheckpointingConfigured()) {
+            return; // a job that takes no checkpoints gets none from here either
         }
         CompletableFuture<CompletedCheckpoint> done;
         try {

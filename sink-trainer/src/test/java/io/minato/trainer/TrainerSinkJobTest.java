@@ -56,6 +56,7 @@ class TrainerSinkJobTest {
     private static final AtomicInteger RESTORES = new AtomicInteger();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
     private static final Map<Integer, Integer> SNAPSHOTS_AFTER_FAILURE = new ConcurrentHashMap<>();
+    private static final AtomicInteger STEPS_AFTER_FAILURE = new AtomicInteger();
 
     @TempDir Path tmp;
 
@@ -65,6 +66,7 @@ class TrainerSinkJobTest {
         RESTORES.set(0);
         FAILED.set(false);
         SNAPSHOTS_AFTER_FAILURE.clear();
+        STEPS_AFTER_FAILURE.set(0);
     }
 
     @Test
@@ -122,6 +124,31 @@ class TrainerSinkJobTest {
             job.cancel().get();
             while (!job.getJobStatus().get().isGloballyTerminalState()) {
                 Thread.sleep(20); // its writers close before the test's folder goes
+            }
+        }
+    }
+
+    /** A job that takes no checkpoints gets none after a restore either. */
+    @Test
+    void shouldNotCheckpointAfterARestoreWhenTheJobTakesNoCheckpoints() throws Exception {
+        StreamExecutionEnvironment env = restarting(1);
+        DataStream<Batch> source = throttled(env, batches(2000, 2000), 5);
+        sink(new FailOnce(0, 1)).trainOn(byDevice(source)).setParallelism(DEVICES);
+        JobClient job = env.executeAsync("trainer sink restored, no checkpoints");
+        try {
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            // About a second of training after the restore, ten times the coordinator's retry.
+            while (STEPS_AFTER_FAILURE.get() < 400 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(STEPS_AFTER_FAILURE.get())
+                    .as("the restored trainers train")
+                    .isGreaterThanOrEqualTo(400);
+            assertThat(SNAPSHOTS_AFTER_FAILURE).isEmpty();
+        } finally {
+            job.cancel().get();
+            while (!job.getJobStatus().get().isGloballyTerminalState()) {
+                Thread.sleep(20);
             }
         }
     }
@@ -229,8 +256,8 @@ class TrainerSinkJobTest {
 
     /**
      * Device 0 throws once, on a step after its {@code snapshots}-th checkpoint; every device
-     * counts its restores and its snapshots after the fault. Steps sleep {@code stepMillis}, so
-     * that the throttled source, not training, sets the pace.
+     * counts its restores, and its steps and snapshots after the fault. Steps sleep {@code
+     * stepMillis}, so that the throttled source, not training, sets the pace.
      */
     private record FailOnce(int snapshots, long stepMillis) implements AcceleratorFactory {
         @Override
@@ -244,6 +271,9 @@ class TrainerSinkJobTest {
                             && DEVICE0_SNAPSHOTS.get() >= snapshots
                             && FAILED.compareAndSet(false, true)) {
                         throw new IllegalStateException("injected device fault");
+                    }
+                    if (FAILED.get()) {
+                        STEPS_AFTER_FAILURE.incrementAndGet();
                     }
                     return step.train(batch);
                 }
