@@ -46,11 +46,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The trainer sink's operator: one {@link TrainerSinkWriter} per subtask, fed the batches, flushed
- * before each checkpoint barrier and at the end of the input, its state in operator list state.
- * What Flink's own sink writer operator does, plus the one thing a Sink V2 writer cannot have: the
- * task's runtime context, from which the trainer takes the GPUs Flink's external resource framework
- * gave this TaskManager.
+ * The trainer sink's operator: one {@link TrainerSinkWriter} per subtask, fed the batches, told the
+ * end of the input (it trains what it holds), its state in operator list state. What Flink's own
+ * sink writer operator does, plus the one thing a Sink V2 writer cannot have: the task's runtime
+ * context, from which the trainer takes the GPUs Flink's external resource framework gave this
+ * TaskManager.
  */
 final class TrainerOperator extends AbstractStreamOperator<Void>
         implements OneInputStreamOperator<Batch, Void>,
@@ -77,7 +77,6 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient TrainerWriterStateSerializer serializer;
     private transient ListState<byte[]> state;
     private transient TrainerSinkWriter writer;
-    private transient boolean inputEnded;
     private transient SampleHandoff.Registration receiving;
     private transient LongCounter preparedAgain;
     private transient OperatorEventGateway coordinator;
@@ -191,14 +190,6 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     }
 
     @Override
-    public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
-        super.prepareSnapshotPreBarrier(checkpointId);
-        if (!inputEnded) {
-            writer.flush(false);
-        }
-    }
-
-    @Override
     public void snapshotState(StateSnapshotContext context) throws Exception {
         super.snapshotState(context);
         List<byte[]> bytes = new ArrayList<>();
@@ -256,10 +247,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
 
     @Override
     public void endInput() throws Exception {
-        if (!inputEnded) {
-            inputEnded = true;
-            writer.flush(true);
-        }
+        writer.endInput();
     }
 
     @Override

@@ -253,20 +253,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
      * #snapshotState} gives that state when Flink asks for the checkpoint, once training is over:
      * every replica's state in a checkpoint is at the same global step.
      */
-    public void flush(boolean endOfInput) throws IOException, InterruptedException {
-        if (!endOfInput) {
-            return;
-        }
+    public void endInput() throws IOException, InterruptedException {
         if (member != null) {
             member.end();
         }
-        lock.lockInterruptibly();
-        try {
-            inputEnded = true;
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        change(() -> inputEnded = true);
         long cut;
         while ((cut = awaitTrainedOrCut()) >= 0) {
             takenAtCuts.put(cut, take(cut));
@@ -374,13 +365,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
      */
     @Override
     public void close() throws IOException {
-        lock.lock();
-        try {
-            closing = true;
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        change(() -> closing = true);
         if (member != null && !endedNormally) {
             member.leave(); // wakes replicas waiting for this one
         }
@@ -485,6 +470,17 @@ public final class TrainerSinkWriter implements AutoCloseable {
         }
     }
 
+    /** Makes {@code what} change under the lock, and wakes whoever waits on it. */
+    private void change(Runnable what) {
+        lock.lock();
+        try {
+            what.run();
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The queue's head is done with, trained or left out (under the lock). */
     private void headDone() {
         queue.removeFirst();
@@ -501,13 +497,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // Outside any step: a checkpoint need not wait for a cold start (the model built,
             // restored and shared with the replicas).
             accelerator.prepare();
-            lock.lock();
-            try {
-                prepared = true;
-                changed.signalAll();
-            } finally {
-                lock.unlock();
-            }
+            change(() -> prepared = true);
             while (true) {
                 Batch batch;
                 Batch next;
@@ -623,14 +613,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     private void idleStep() throws Exception {
         boolean more = accelerator.idleStep();
-        lock.lock();
-        try {
-            trainingOver = !more;
-            stepRunning = false;
-            changed.signalAll();
-        } finally {
-            lock.unlock();
-        }
+        change(
+                () -> {
+                    trainingOver = !more;
+                    stepRunning = false;
+                });
     }
 
     /** Waits for a signal; polls while a replica group may change what is awaited. */

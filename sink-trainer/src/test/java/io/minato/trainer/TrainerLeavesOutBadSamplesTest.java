@@ -107,7 +107,7 @@ class TrainerLeavesOutBadSamplesTest {
             w.write(new Batch(0, 0, List.of(identity(0, 0), identity(1, 1))));
             w.write(new Batch(0, 1, List.of(identity(2, 1), identity(3, 1))));
             w.write(new Batch(0, 2, List.of(identity(4, 0))));
-            w.flush(true);
+            w.endInput();
 
             assertThat(quarantined).containsExactly("case_00001_x.npy");
             assertThat(skipped).containsExactly(1L);
@@ -131,7 +131,7 @@ class TrainerLeavesOutBadSamplesTest {
         TrainerSinkWriter w = writer();
         try {
             w.write(new Batch(0, 0, List.of(identity(0, 0), identity(1, 1))));
-            assertThatThrownBy(() -> w.flush(true))
+            assertThatThrownBy(() -> w.endInput())
                     .isInstanceOf(IOException.class)
                     .hasMessageContaining("case_00001_x.npy");
         } finally {

@@ -87,9 +87,8 @@ class TrainerSinkWriterTest {
     @Test
     void shouldTakeBatchesBeyondTheQueueWhileTheTaskRestores() throws Exception {
         Gate gate = new Gate();
-        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
         AtomicBoolean restoring = new AtomicBoolean(true);
-        w.whileRestoring(restoring::get);
+        TrainerSinkWriter w = restoringWriter(gate, restoring);
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () -> {
@@ -157,9 +156,8 @@ class TrainerSinkWriterTest {
     @Test
     void shouldWaitForTwoStepsAWriteWhileABacklogDrains() throws Exception {
         Gate gate = new Gate();
-        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
         AtomicBoolean restoring = new AtomicBoolean(true);
-        w.whileRestoring(restoring::get);
+        TrainerSinkWriter w = restoringWriter(gate, restoring);
         for (int i = 0; i < 6; i++) {
             w.write(batch(0, i));
         }
@@ -271,7 +269,7 @@ class TrainerSinkWriterTest {
                             }
                         });
         otherSteps.start();
-        assertTimeoutPreemptively(TIMEOUT, () -> w.flush(true));
+        assertTimeoutPreemptively(TIMEOUT, () -> w.endInput());
         assertThat(w.counters().steps()).isEqualTo(5);
         otherSteps.join(TIMEOUT.toMillis());
         other.leave();
@@ -305,7 +303,7 @@ class TrainerSinkWriterTest {
         FutureTask<Void> flush =
                 new FutureTask<>(
                         () -> {
-                            w.flush(true);
+                            w.endInput();
                             return null;
                         });
         new Thread(flush).start();
@@ -450,8 +448,8 @@ class TrainerSinkWriterTest {
         TrainerSinkWriter second = new FakeTrainerContext(1, 2, job).create(sink);
         first.write(batch(0, 0));
         second.write(batch(1, 0));
-        first.flush(true);
-        second.flush(true);
+        first.endInput();
+        second.endInput();
 
         first.close();
         assertThat(ended).as("one device of two has closed").isEmpty();
@@ -476,7 +474,7 @@ class TrainerSinkWriterTest {
         Thread.sleep(150); // the device idles: no batch
         w.write(batch(0, 1));
         w.write(batch(0, 2));
-        w.flush(true);
+        w.endInput();
 
         DeviceCounters c = w.counters();
         assertThat(c.steps()).isEqualTo(3);
@@ -520,7 +518,7 @@ class TrainerSinkWriterTest {
 
         Thread.sleep(50);
         w.write(heldBack(batch(0, 2), 5_000 * ms));
-        w.flush(true);
+        w.endInput();
         DeviceCounters c = w.counters();
         long secondWait = c.waitNanos() - first.waitNanos();
         assertThat(secondWait).isGreaterThanOrEqualTo(50 * ms);
@@ -592,7 +590,7 @@ class TrainerSinkWriterTest {
         assertThat(w2.queued()).isEqualTo(1);
 
         gate2.open(1);
-        w2.flush(true);
+        w2.endInput();
         List<String> expected = new ArrayList<>(traceLines(b0, 0));
         expected.addAll(traceLines(b1, 1));
         expected.addAll(traceLines(b2, 2));
@@ -651,7 +649,7 @@ class TrainerSinkWriterTest {
         w.write(batch(1, 0, SamplePath.FAST, SamplePath.FAST));
         w.write(batch(1, 1, SamplePath.SLOW, SamplePath.FAST));
         w.write(batch(1, 2, SamplePath.FAST, SamplePath.SLOW));
-        w.flush(true);
+        w.endInput();
         long after = System.currentTimeMillis();
 
         DeviceSummary s = DeviceSummary.read(tmp.resolve("out/summary-device-1.json"));
@@ -694,7 +692,7 @@ class TrainerSinkWriterTest {
         for (int i = 0; i < 3; i++) {
             w.write(batch(0, i));
         }
-        w.flush(true);
+        w.endInput();
         assertThat(w.counters().firstLoss()).isEqualTo(1.0);
         assertThat(w.counters().lastLoss()).isEqualTo(1.0 / 3);
     }
@@ -707,7 +705,7 @@ class TrainerSinkWriterTest {
         assertTimeoutPreemptively(
                 TIMEOUT,
                 () ->
-                        assertThatThrownBy(() -> w.flush(true))
+                        assertThatThrownBy(() -> w.endInput())
                                 .isInstanceOf(IOException.class)
                                 .hasMessageContaining("device 0: training step 1 failed")
                                 .hasRootCauseMessage("simulated device fault"));
@@ -772,7 +770,7 @@ class TrainerSinkWriterTest {
         assertThat(thread("gpu-sampler-device-0")).as("sampler thread").isPresent();
         w.write(batch(0, 0));
         w.write(batch(0, 1));
-        w.flush(true);
+        w.endInput();
 
         FakeTrainerContext.RecordingMetricGroup m = ctx.metrics;
         assertThat(m.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(40);
@@ -806,7 +804,7 @@ class TrainerSinkWriterTest {
         TrainerSinkWriter w = writer(sink(new OnGpu(1, monitor), 2), new FakeTrainerContext(0, 1));
         w.write(batch(0, 0));
         await(() -> monitor.reads() > 3); // all three read, then one without an answer
-        w.flush(true);
+        w.endInput();
 
         GpuStats expected = new GpuStats(3, 40.0, 3 * GIB, 8 * GIB);
         assertThat(w.gpuStats()).contains(expected);
@@ -821,7 +819,7 @@ class TrainerSinkWriterTest {
         TrainerSinkWriter w = writer(sink(new SimulatedAccelerator.Factory(1), 2), ctx);
         assertThat(thread("gpu-sampler-device-1")).as("sampler thread").isEmpty();
         w.write(batch(1, 0));
-        w.flush(true);
+        w.endInput();
 
         assertThat(ctx.metrics.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
         assertThat(ctx.metrics.gaugeValue(GpuMonitor.MEMORY_USED_GAUGE)).isEqualTo(-1L);
@@ -857,7 +855,7 @@ class TrainerSinkWriterTest {
         FakeTrainerContext ctx = new FakeTrainerContext(0, 1);
         TrainerSinkWriter w = writer(sink(broken, 2), ctx);
         w.write(batch(0, 0));
-        w.flush(true);
+        w.endInput();
 
         assertThat(w.counters().steps()).isEqualTo(1);
         assertThat(ctx.metrics.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
@@ -883,6 +881,13 @@ class TrainerSinkWriterTest {
     }
 
     /** A writer, its accelerator perhaps still preparing. */
+    /** A writer of depth 2 whose task restores while {@code restoring} holds. */
+    private TrainerSinkWriter restoringWriter(Gate gate, AtomicBoolean restoring) throws Exception {
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        w.whileRestoring(restoring::get);
+        return w;
+    }
+
     private TrainerSinkWriter preparing(TrainerSink sink, FakeTrainerContext ctx)
             throws IOException {
         TrainerSinkWriter w = ctx.create(sink);
