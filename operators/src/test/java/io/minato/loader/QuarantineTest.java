@@ -34,8 +34,8 @@ class QuarantineTest {
     static final MiniClusterExtension CLUSTER =
             new MiniClusterExtension(
                     new MiniClusterResourceConfiguration.Builder()
-                            .setNumberTaskManagers(1)
-                            .setNumberSlotsPerTaskManager(2)
+                            .setNumberTaskManagers(2) // a subtask in each
+                            .setNumberSlotsPerTaskManager(1)
                             .build());
 
     // The MiniCluster runs in this JVM: its operators count here.
