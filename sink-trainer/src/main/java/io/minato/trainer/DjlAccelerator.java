@@ -71,12 +71,12 @@ public final class DjlAccelerator implements Accelerator {
         }
 
         @Override
-        public Accelerator create(int device, int count) {
+        public Accelerator create(int device, int count) throws IOException {
             return create(device, count, FlinkGpus.of(List.of()));
         }
 
         @Override
-        public Accelerator create(int device, int count, FlinkGpus gpus) {
+        public Accelerator create(int device, int count, FlinkGpus gpus) throws IOException {
             if (!devices.isEmpty() && devices.get(device).equals(FlinkGpus.DEVICE_NAME)) {
                 int gpu = gpus.forReplica(device, count);
                 int torchGpus = Engine.getEngine("PyTorch").getGpuCount();

@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -84,6 +85,14 @@ final class Replicas {
                 root.port());
         return RemoteMember.connect(
                 new InetSocketAddress(root.host(), root.port()), group, size, replica);
+    }
+
+    /**
+     * How device {@code device}'s accelerator claims one of this TaskManager's GPUs from Flink:
+     * from the GPUs the other devices of run attempt {@code group} here do not hold.
+     */
+    FlinkGpus.Claim gpuClaim(String group) {
+        return (device, gpus) -> rendezvous.claimGpu(group, taskManager, device, gpus);
     }
 
     /**

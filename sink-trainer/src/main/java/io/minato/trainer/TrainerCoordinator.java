@@ -14,9 +14,9 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 /**
  * The trainers' coordinator in the JobManager: their queue reports go to the job's worker
  * schedulers ({@link QueueCoordinator}), it is where the trainers of a run attempt meet ({@link
- * TrainerRendezvous}), and after a restore it asks for a checkpoint once they run ({@link
- * CheckpointAfterRestore}). It holds nothing a checkpoint needs: after a restore the trainers, a
- * new attempt, meet again.
+ * TrainerRendezvous}) and claim their TaskManagers' GPUs ({@link GpuClaims}), and after a restore
+ * it asks for a checkpoint once they run ({@link CheckpointAfterRestore}). It holds nothing a
+ * checkpoint needs: after a restore the trainers, a new attempt, meet again.
  */
 final class TrainerCoordinator implements OperatorCoordinator, CoordinationRequestHandler {
     /** Attempts remembered: a few, for the requests of an attempt that is still ending. */
@@ -26,6 +26,7 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     private final CheckpointAfterRestore afterRestore;
     private final Map<String, CompletableFuture<TrainerRendezvous.Root>> roots = bounded();
     private final Map<String, TrainerRendezvous.Endings> ended = bounded();
+    private final Map<String, GpuClaims> gpus = bounded();
 
     TrainerCoordinator(OperatorCoordinator queues, CheckpointAfterRestore afterRestore) {
         this.queues = queues;
@@ -47,6 +48,12 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
                     ended.computeIfAbsent(e.group(), g -> new TrainerRendezvous.Endings())
                             .ended(e.device(), e.devices());
             return CompletableFuture.completedFuture(TrainerRendezvous.Answers.ended(last));
+        }
+        if (request instanceof TrainerRendezvous.ClaimGpu c) {
+            int position =
+                    gpus.computeIfAbsent(c.group(), g -> new GpuClaims())
+                            .claim(c.taskManager(), c.device(), c.gpus());
+            return CompletableFuture.completedFuture(TrainerRendezvous.Answers.gpu(position));
         }
         return CompletableFuture.failedFuture(
                 new IllegalArgumentException("not a trainers' request: " + request));

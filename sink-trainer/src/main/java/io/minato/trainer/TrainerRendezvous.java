@@ -23,9 +23,10 @@ import org.apache.flink.util.SerializedValue;
 
 /**
  * Where the trainers of one run attempt meet, wherever Flink put them: replica 0 says where its
- * replica group is and the other devices ask, and each device says when it closed after its last
- * step, so that the run's end is run once. Through the trainers' coordinator in the JobManager
- * ({@link #through}); in a JVM of its own where there is none (an operator test harness).
+ * replica group is and the other devices ask, each device on Flink's GPUs claims one of its
+ * TaskManager's, and each device says when it closed after its last step, so that the run's end is
+ * run once. Through the trainers' coordinator in the JobManager ({@link #through}); in a JVM of its
+ * own where there is none (an operator test harness).
  */
 interface TrainerRendezvous {
 
@@ -46,6 +47,13 @@ interface TrainerRendezvous {
      */
     boolean ended(String group, int device, int devices) throws IOException;
 
+    /**
+     * The position among the {@code gpus} GPUs of TaskManager {@code taskManager} that device
+     * {@code device} of {@code group} holds ({@link GpuClaims}); -1 when the group's other devices
+     * there hold all of them. Asking again gives the same position.
+     */
+    int claimGpu(String group, String taskManager, int device, int gpus) throws IOException;
+
     /** A rendezvous in this JVM only. */
     static TrainerRendezvous inJvm() {
         return InJvm.INSTANCE;
@@ -62,6 +70,7 @@ interface TrainerRendezvous {
         private final ConcurrentHashMap<String, CompletableFuture<Root>> roots =
                 new ConcurrentHashMap<>();
         private final ConcurrentHashMap<String, Endings> ended = new ConcurrentHashMap<>();
+        private final ConcurrentHashMap<String, GpuClaims> gpus = new ConcurrentHashMap<>();
 
         @Override
         public void announce(String group, Root root) {
@@ -86,6 +95,13 @@ interface TrainerRendezvous {
         public boolean ended(String group, int device, int devices) {
             return ended.computeIfAbsent(group, g -> new Endings()).ended(device, devices);
         }
+
+        @Override
+        public int claimGpu(String group, String taskManager, int device, int gpus) {
+            return this.gpus
+                    .computeIfAbsent(group, g -> new GpuClaims())
+                    .claim(taskManager, device, gpus);
+        }
     }
 
     /** Requests to the trainers' coordinator ({@link TrainerCoordinator}). */
@@ -93,8 +109,11 @@ interface TrainerRendezvous {
         /** One RPC's wait; a longer wait for replica 0 asks again. */
         private static final Duration ASK = Duration.ofSeconds(5);
 
-        /** How long a device keeps saying it ended while the JobManager does not answer. */
-        private static final Duration ENDED_TIMEOUT = Duration.ofSeconds(30);
+        /**
+         * How long a device keeps making a request that may be made again (it ended, it claims a
+         * GPU) while the JobManager does not answer.
+         */
+        private static final Duration RETRY_TIMEOUT = Duration.ofSeconds(30);
 
         private final TaskOperatorEventGateway gateway;
         private final OperatorID operator;
@@ -128,12 +147,26 @@ interface TrainerRendezvous {
 
         @Override
         public boolean ended(String group, int device, int devices) throws IOException {
-            long deadline = System.nanoTime() + ENDED_TIMEOUT.toNanos();
+            // Asking again is safe: the coordinator counts each device once.
+            return Answers.last(askUntilAnswered(new Ended(group, device, devices)));
+        }
+
+        @Override
+        public int claimGpu(String group, String taskManager, int device, int gpus)
+                throws IOException {
+            // Asking again is safe: the coordinator gives a device the same position.
+            return Answers.position(
+                    askUntilAnswered(new ClaimGpu(group, taskManager, device, gpus)));
+        }
+
+        /** Asks again while the JobManager does not answer, for {@link #RETRY_TIMEOUT}. */
+        private CoordinationResponse askUntilAnswered(CoordinationRequest request)
+                throws IOException {
+            long deadline = System.nanoTime() + RETRY_TIMEOUT.toNanos();
             while (true) {
                 try {
-                    return Answers.last(ask(new Ended(group, device, devices), ASK));
+                    return ask(request, ASK);
                 } catch (IOException e) {
-                    // Asking again is safe: the coordinator counts each device once.
                     if (!(e.getCause() instanceof TimeoutException)
                             || System.nanoTime() > deadline) {
                         throw e;
@@ -182,6 +215,10 @@ interface TrainerRendezvous {
     /** Device {@code device} of {@code group}'s {@code devices} closed after its last step. */
     record Ended(String group, int device, int devices) implements CoordinationRequest {}
 
+    /** Device {@code device} of {@code group} claims one of {@code taskManager}'s {@code gpus}. */
+    record ClaimGpu(String group, String taskManager, int device, int gpus)
+            implements CoordinationRequest {}
+
     /**
      * The devices of one run attempt that closed after their last step; the one that completed the
      * set is the last, however often each says so.
@@ -208,6 +245,7 @@ interface TrainerRendezvous {
         private static final String ROOT = "root";
         private static final String ENDED = "ended";
         private static final String DONE = "done";
+        private static final String GPU = "gpu";
 
         private Answers() {}
 
@@ -224,6 +262,10 @@ interface TrainerRendezvous {
             return new CollectCoordinationResponse(DONE, 0, List.of());
         }
 
+        static CoordinationResponse gpu(int position) {
+            return new CollectCoordinationResponse(GPU, position, List.of());
+        }
+
         static Root root(CoordinationResponse response) throws IOException {
             CollectCoordinationResponse r = expect(response, ROOT);
             List<String> names = r.getResults(StringSerializer.INSTANCE);
@@ -232,6 +274,10 @@ interface TrainerRendezvous {
 
         static boolean last(CoordinationResponse response) throws IOException {
             return expect(response, ENDED).getLastCheckpointedOffset() == 1;
+        }
+
+        static int position(CoordinationResponse response) throws IOException {
+            return (int) expect(response, GPU).getLastCheckpointedOffset();
         }
 
         private static CollectCoordinationResponse expect(

@@ -147,16 +147,20 @@ public final class TrainerSink implements Serializable {
             TrainerWriterState restored)
             throws IOException {
         int device = task.getIndexOfThisSubtask();
+        // Replicas of one run attempt meet in one group; a restart gets a fresh one.
+        String group = WorkerScheduler.key(job.getJobId().toString(), task.getAttemptNumber());
         Accelerator acc;
         try {
-            acc = accelerator.create(device, task.getNumberOfParallelSubtasks(), gpus);
+            acc =
+                    accelerator.create(
+                            device,
+                            task.getNumberOfParallelSubtasks(),
+                            gpus.claimingThrough(replicas.gpuClaim(group)));
             acc.useThreads(threads);
         } catch (Exception e) {
             throw new IOException("device " + device + ": cannot create the accelerator: " + e, e);
         }
         try {
-            // Replicas of one run attempt meet in one group; a restart gets a fresh one.
-            String group = WorkerScheduler.key(job.getJobId().toString(), task.getAttemptNumber());
             TrainerSinkWriter writer =
                     new TrainerSinkWriter(
                             device,

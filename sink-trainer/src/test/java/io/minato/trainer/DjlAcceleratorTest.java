@@ -69,10 +69,10 @@ class DjlAcceleratorTest {
         assertThatThrownBy(() -> factory.create(0, 2))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith(
-                        "the job trains on 2 GPU(s) from Flink's external resource framework, but"
-                                + " this TaskManager got none");
-        assertThatThrownBy(() -> factory.create(0, 2, FlinkGpusTest.gpus("4")))
-                .hasMessageContaining("this TaskManager got 1 [4]");
+                        "device 0 of the 2 the job trains on GPUs from Flink's external resource"
+                                + " framework found none free in its TaskManager, which got none");
+        assertThatThrownBy(() -> factory.create(1, 2, FlinkGpusTest.gpus("4")))
+                .hasMessageContaining("in its TaskManager, which got 1 [4], all taken");
     }
 
     @Test

@@ -38,6 +38,30 @@ class TrainerCoordinatorTest {
         assertThat(ended(2)).isFalse();
     }
 
+    @Test
+    void shouldGiveEachTrainerAGpuOfItsTaskManagerThatNoOtherTrainerThereHolds() throws Exception {
+        // Devices 0 and 2 in tm-a, 1 and 3 in tm-b, two GPUs each.
+        assertThat(claim("job/1", "tm-a", 0, 2)).isEqualTo(0);
+        assertThat(claim("job/1", "tm-b", 1, 2)).isEqualTo(1);
+        assertThat(claim("job/1", "tm-a", 2, 2)).as("its own, 2 mod 2, is taken").isEqualTo(1);
+        assertThat(claim("job/1", "tm-b", 3, 2)).isEqualTo(0);
+        assertThat(claim("job/1", "tm-a", 2, 2))
+                .as("asked again: its answer was lost")
+                .isEqualTo(1);
+        assertThat(claim("job/1", "tm-a", 4, 2)).as("none left in tm-a").isEqualTo(-1);
+        assertThat(claim("job/2", "tm-a", 2, 2)).as("a later attempt claims anew").isEqualTo(0);
+    }
+
+    private int claim(String group, String taskManager, int device, int gpus) throws Exception {
+        return TrainerRendezvous.Answers.position(
+                viaRpc(
+                        coordinator
+                                .handleCoordinationRequest(
+                                        new TrainerRendezvous.ClaimGpu(
+                                                group, taskManager, device, gpus))
+                                .get()));
+    }
+
     private boolean ended(int device) throws Exception {
         return TrainerRendezvous.Answers.last(
                 viaRpc(

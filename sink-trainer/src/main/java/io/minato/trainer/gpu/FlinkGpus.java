@@ -1,5 +1,6 @@
 package io.minato.trainer.gpu;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -14,8 +15,8 @@ import org.apache.flink.configuration.ReadableConfig;
  * external-resources: gpu}, {@code external-resource.gpu.amount: N} and Flink's GPU driver ({@code
  * flink-external-resource-gpu}, a plugin), each TaskManager discovers N GPUs at start and every
  * task reads them through {@code RuntimeContext#getExternalResourceInfos("gpu")}, each GPU an
- * {@code index} property. Trainer {@code d} takes the {@code d}-th of its TaskManager's GPUs in
- * index order, so a job's GPU trainers need one TaskManager with a GPU each (the client checks).
+ * {@code index} property. A trainer takes one its TaskManager got that no other trainer of its run
+ * attempt there holds ({@link Claim}), so the trainers may be in any TaskManagers with GPUs.
  */
 public final class FlinkGpus {
 
@@ -30,10 +31,29 @@ public final class FlinkGpus {
 
     private static final String INDEX = "index";
 
-    private final List<String> indices;
+    /**
+     * Which of its TaskManager's GPUs a trainer takes, asked of whoever sees every trainer of the
+     * run attempt in that TaskManager (the trainers' coordinator).
+     */
+    @FunctionalInterface
+    public interface Claim {
+        /**
+         * A position in the TaskManager's {@code gpus} GPUs ({@link #indices()}) for trainer {@code
+         * device}, the same each time it asks, that no other trainer there holds; -1 when they hold
+         * all.
+         */
+        int position(int device, int gpus) throws IOException;
+    }
 
-    private FlinkGpus(List<String> indices) {
+    /** Trainer d takes the d-th GPU: right where the trainers are all in one TaskManager. */
+    private static final Claim BY_DEVICE = (device, gpus) -> device < gpus ? device : -1;
+
+    private final List<String> indices;
+    private final Claim claim;
+
+    private FlinkGpus(List<String> indices, Claim claim) {
         this.indices = List.copyOf(indices);
+        this.claim = claim;
     }
 
     /** A TaskManager's GPUs from what {@code getExternalResourceInfos("gpu")} returned. */
@@ -65,7 +85,12 @@ public final class FlinkGpus {
             found.add(index);
         }
         found.sort(Comparator.comparingInt(Integer::parseInt));
-        return new FlinkGpus(found);
+        return new FlinkGpus(found, BY_DEVICE);
+    }
+
+    /** The same GPUs, which each trainer takes as {@code claim} says. */
+    public FlinkGpus claimingThrough(Claim claim) {
+        return new FlinkGpus(indices, claim);
     }
 
     /** The GPU indices, ascending. */
@@ -74,28 +99,36 @@ public final class FlinkGpus {
     }
 
     /**
-     * The GPU of trainer {@code replica} of {@code replicas}.
+     * The GPU that trainer {@code replica} of {@code replicas} takes: one of this TaskManager's
+     * that no other trainer of the run attempt here holds.
      *
-     * @throws Shortage in one line when the TaskManager has fewer GPUs than trainers
+     * @throws Shortage in one line when the other trainers here hold all of them
+     * @throws IOException when the claim could not be asked
      */
-    public int forReplica(int replica, int replicas) {
-        if (indices.size() < replicas) {
+    public int forReplica(int replica, int replicas) throws IOException {
+        int position = indices.isEmpty() ? -1 : claim.position(replica, indices.size());
+        if (position < 0 || position >= indices.size()) {
             throw new Shortage(
-                    "the job trains on "
+                    "device "
+                            + replica
+                            + " of the "
                             + replicas
-                            + " GPU(s) from Flink's external resource framework, but this"
-                            + " TaskManager got "
-                            + (indices.isEmpty() ? "none" : indices.size() + " " + indices)
+                            + " the job trains on GPUs from Flink's external resource framework"
+                            + " found none free in its TaskManager, which got "
+                            + (indices.isEmpty()
+                                    ? "none"
+                                    : indices.size()
+                                            + " "
+                                            + indices
+                                            + ", all taken by the job's other trainers there")
                             + ": set external-resources: "
                             + RESOURCE
                             + " and external-resource."
                             + RESOURCE
-                            + ".amount: "
-                            + replicas
-                            + " in the TaskManagers' config.yaml, with Flink's GPU driver in"
-                            + " plugins/ (see the README)");
+                            + ".amount in the TaskManagers' config.yaml, with Flink's GPU driver"
+                            + " in plugins/ (see the README)");
         }
-        return Integer.parseInt(indices.get(replica));
+        return Integer.parseInt(indices.get(position));
     }
 
     /**
@@ -133,7 +166,7 @@ public final class FlinkGpus {
     }
 
     /**
-     * A TaskManager with fewer GPUs from Flink than the job has trainers: the cluster's
+     * A TaskManager with fewer GPUs from Flink than the job has trainers in it: the cluster's
      * configuration, which one line says all about (the client looks for this class among the
      * causes of a failed job).
      */

@@ -36,7 +36,7 @@ public class FlinkGpusTest {
     }
 
     @Test
-    void shouldGiveEachTrainerOneGpuInIndexOrder() {
+    void shouldGiveEachTrainerOneGpuInIndexOrder() throws Exception {
         // A set from the driver has no order; 10 sorts after 2 as a number.
         FlinkGpus gpus = FlinkGpus.of(List.of(Info.gpu("10"), Info.gpu(" 2"), Info.gpu("3")));
 
@@ -47,17 +47,29 @@ public class FlinkGpusTest {
     }
 
     @Test
-    void shouldSayInOneLineWhenTheTaskManagerHasFewerGpusThanTrainers() {
-        assertThatThrownBy(() -> FlinkGpus.of(List.of(Info.gpu("1"))).forReplica(0, 2))
-                .isInstanceOf(IllegalStateException.class)
+    void shouldTakeTheGpuItsClaimGives() throws Exception {
+        FlinkGpus gpus = gpus("4", "6").claimingThrough((device, count) -> count - 1 - device);
+
+        assertThat(gpus.forReplica(0, 4)).isEqualTo(6);
+        assertThat(gpus.forReplica(1, 4)).isEqualTo(4);
+    }
+
+    @Test
+    void shouldSayInOneLineWhenTheTaskManagerHasNoGpuFreeForATrainer() {
+        assertThatThrownBy(() -> gpus("1").forReplica(1, 2))
+                .isInstanceOf(FlinkGpus.Shortage.class)
                 .hasMessage(
-                        "the job trains on 2 GPU(s) from Flink's external resource framework, but"
-                                + " this TaskManager got 1 [1]: set external-resources: gpu and"
-                                + " external-resource.gpu.amount: 2 in the TaskManagers'"
-                                + " config.yaml, with Flink's GPU driver in plugins/ (see the"
-                                + " README)");
+                        "device 1 of the 2 the job trains on GPUs from Flink's external resource"
+                                + " framework found none free in its TaskManager, which got 1 [1],"
+                                + " all taken by the job's other trainers there: set"
+                                + " external-resources: gpu and external-resource.gpu.amount in"
+                                + " the TaskManagers' config.yaml, with Flink's GPU driver in"
+                                + " plugins/ (see the README)");
+        assertThatThrownBy(() -> gpus("1", "2").claimingThrough((d, n) -> -1).forReplica(0, 4))
+                .isInstanceOf(FlinkGpus.Shortage.class)
+                .hasMessageContaining("which got 2 [1, 2], all taken");
         assertThatThrownBy(() -> FlinkGpus.of(List.of()).forReplica(0, 1))
-                .hasMessageContaining("but this TaskManager got none:");
+                .hasMessageContaining("in its TaskManager, which got none:");
     }
 
     @Test
