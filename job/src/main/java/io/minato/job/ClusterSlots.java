@@ -32,13 +32,11 @@ final class ClusterSlots {
     }
 
     /**
-     * The most GPUs of Flink's external resource {@code gpu} that one TaskManager of the cluster
-     * has; empty when its REST API cannot tell, or no TaskManager is registered yet.
+     * The GPUs of Flink's external resource {@code gpu} that the cluster's TaskManagers have in
+     * all; empty when its REST API cannot tell, or no TaskManager is registered yet.
      */
-    static OptionalInt mostGpus(ReadableConfig config) {
-        return get(config, "/taskmanagers")
-                .map(ClusterSlots::mostGpusIn)
-                .orElse(OptionalInt.empty());
+    static OptionalInt gpus(ReadableConfig config) {
+        return get(config, "/taskmanagers").map(ClusterSlots::gpusIn).orElse(OptionalInt.empty());
     }
 
     /** The body of the JobManager's answer to GET {@code path}; empty if none came. */
@@ -66,44 +64,50 @@ final class ClusterSlots {
     }
 
     /**
-     * The most {@code gpu} in one TaskManager's {@code totalResource.extendedResources} of a {@code
-     * /taskmanagers} answer; empty when it lists no TaskManager.
+     * The sum of {@code gpu} in the TaskManagers' {@code totalResource.extendedResources} of a
+     * {@code /taskmanagers} answer; empty when it lists no TaskManager.
      */
-    static OptionalInt mostGpusIn(String taskManagers) {
+    static OptionalInt gpusIn(String taskManagers) {
         try {
             if (!(Json.parse(taskManagers) instanceof Map<?, ?> m
                     && m.get("taskmanagers") instanceof List<?> tms
                     && !tms.isEmpty())) {
                 return OptionalInt.empty();
             }
-            int most = 0;
+            long all = 0;
             for (Object tm : tms) {
                 if (tm instanceof Map<?, ?> t
                         && t.get("totalResource") instanceof Map<?, ?> total
                         && total.get("extendedResources") instanceof Map<?, ?> extended
                         && extended.get(FlinkGpus.RESOURCE) instanceof Number n) {
-                    most = Math.max(most, (int) Math.floor(n.doubleValue()));
+                    all += (long) Math.floor(n.doubleValue());
                 }
             }
-            return OptionalInt.of(most);
+            return OptionalInt.of((int) Math.min(all, Integer.MAX_VALUE));
         } catch (IllegalArgumentException e) {
             return OptionalInt.empty(); // not JSON: no answer
         }
     }
 
     /**
-     * The one line for a job that trains on {@code devices} of Flink's GPUs on a cluster whose best
-     * TaskManager has {@code most}: its training slots would wait for GPUs that never come.
+     * The one line for a job that trains on {@code devices} of Flink's GPUs on a cluster whose
+     * TaskManagers have {@code all}: its training slots would wait for GPUs that never come.
      */
-    static String tooFewGpus(int devices, int most) {
+    static String tooFewGpus(int devices, int all) {
+        String start =
+                "start TaskManagers with external-resources: gpu and external-resource.gpu.amount"
+                        + " in their config.yaml";
         return "the job trains on "
                 + devices
-                + " GPU(s) from Flink's external resource framework, and all of them must be in"
-                + " one TaskManager, but the cluster's TaskManagers have at most "
-                + most
-                + ": set external-resources: gpu and external-resource.gpu.amount: "
-                + devices
-                + " in the TaskManagers' config.yaml";
+                + " GPU(s) from Flink's external resource framework, but the cluster's"
+                + " TaskManagers have "
+                + (all == 0
+                        ? "none: " + start + ", or give --devices cpu"
+                        : all
+                                + " in all: give --devices gpus:N with N at most "
+                                + all
+                                + ", or "
+                                + start);
     }
 
     /**

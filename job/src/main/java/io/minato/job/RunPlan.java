@@ -66,23 +66,27 @@ final class RunPlan {
         requireAtLeast("--restart-attempts", o.restartAttempts, 0);
         requireAtLeast("--progress-interval", o.progressMillis, 0);
         // Submitted to a cluster whose TaskManagers get GPUs from Flink: the trainers take
-        // theirs there; this machine's GPUs (a client's) do not matter.
-        DeviceSpec dev =
-                DeviceSpec.parseForCluster(o.devices, embedded ? 0 : FlinkSetup.flinkGpus());
+        // theirs there, in whichever TaskManagers have them; this machine's GPUs (a client's) do
+        // not matter. In application mode main() runs in the JobManager, before TaskManagers
+        // register.
+        long flinkGpus = embedded ? 0 : FlinkSetup.flinkGpus();
+        OptionalInt clusterGpus =
+                flinkGpus > 0 && !FlinkSetup.applicationMode()
+                        ? ClusterSlots.gpus(FlinkSetup.clientConfiguration())
+                        : OptionalInt.empty();
+        DeviceSpec dev = DeviceSpec.parseForCluster(o.devices, flinkGpus, clusterGpus);
         dev.fallbackNotice().ifPresent(err::println);
-        // In application mode main() runs in the JobManager, before TaskManagers register.
         clusterSlots =
                 embedded || FlinkSetup.applicationMode()
                         ? OptionalInt.empty()
                         : ClusterSlots.total(FlinkSetup.clientConfiguration());
-        if (dev.fromFlink() && !embedded && !FlinkSetup.applicationMode()) {
+        if (dev.fromFlink()
+                && clusterGpus.isPresent()
+                && clusterGpus.getAsInt() < dev.devices().size()) {
             // Each training slot requires a GPU: without enough, Flink would wait for slots
             // that never come.
-            OptionalInt gpus = ClusterSlots.mostGpus(FlinkSetup.clientConfiguration());
-            if (gpus.isPresent() && gpus.getAsInt() < dev.devices().size()) {
-                throw new IllegalArgumentException(
-                        ClusterSlots.tooFewGpus(dev.devices().size(), gpus.getAsInt()));
-            }
+            throw new IllegalArgumentException(
+                    ClusterSlots.tooFewGpus(dev.devices().size(), clusterGpus.getAsInt()));
         }
         if (scheduled && clusterSlots.isPresent()) {
             // On a cluster: a worker for every slot the trainers leave, on whichever

@@ -62,7 +62,8 @@ public final class TrainCommand implements Callable<Integer> {
             names = "--devices",
             paramLabel = "SPEC",
             description =
-                    "cpu, cpu:N (N trainer replicas on the CPU), gpu, gpu:0,1,... (default: gpu if present, else cpu).")
+                    "cpu, cpu:N (N trainer replicas on the CPU), gpu (all), gpus:N (N GPUs), gpu:0,1,... (default:"
+                            + " gpu if present, else cpu).")
     String devices;
 
     @Option(

@@ -128,6 +128,67 @@ class ApplicationModeIT {
     }
 
     /**
+     * GPU trainers in two TaskManagers, one GPU each (5 in the first, 3 in the second): {@code
+     * --devices gpus:2} asks for two of Flink's GPUs, each training slot requires one, so Flink
+     * puts a trainer in each TaskManager, and each trainer takes the GPU its own TaskManager got,
+     * through the trainers' coordinator. The two replicas average over the replica link, and every
+     * (epoch, index) is trained once.
+     */
+    @Test
+    void shouldTrainOnTheGpusOfTwoTaskManagers(@TempDir Path tmp) throws Exception {
+        Path plugins = tmp.resolve("plugins");
+        ListedGpuDriverFactory.writePlugin(plugins.resolve("listed-gpus"));
+        List<String> gpus =
+                List.of("-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=1");
+        List<String> driver =
+                concat(
+                        ClusterProcesses.TWO_SLOTS,
+                        List.of(
+                                "-D",
+                                "external-resource.gpu.driver-factory.class="
+                                        + ListedGpuDriverFactory.class.getName()));
+        Path run = tmp.resolve("run");
+        Path report = tmp.resolve("report.json");
+        runApplication(
+                tmp,
+                List.of(
+                        "--accelerator",
+                        "real",
+                        "--width",
+                        "0.125",
+                        "--devices",
+                        "gpus:2",
+                        "--workers",
+                        "1",
+                        "--run-dir",
+                        run.toString()),
+                report,
+                gpus,
+                concat(
+                        concat(gpus, driver),
+                        List.of("-D", "external-resource.gpu.param.indices=5")),
+                Map.of("FLINK_PLUGINS_DIR", plugins.toString()),
+                2,
+                concat(
+                        concat(gpus, driver),
+                        List.of("-D", "external-resource.gpu.param.indices=3")));
+
+        assertThat(report).content().contains("\"delivered\": 8", "\"devices\": 2");
+        List<String> trace = Files.readAllLines(run.resolve("trace.csv"));
+        assertThat(
+                        trace.subList(1, trace.size()).stream()
+                                .map(l -> l.split(",")[0] + "," + l.split(",")[1])
+                                .distinct())
+                .hasSize(8);
+        assertThat(Files.readString(tmp.resolve("tm.log")))
+                .containsPattern(
+                        "device [01]: Flink gave this TaskManager GPU 5 \\(Flink GPUs \\[5\\]\\)");
+        assertThat(Files.readString(tmp.resolve("tm-2.log")))
+                .containsPattern(
+                        "device [01]: Flink gave this TaskManager GPU 3 \\(Flink GPUs \\[3\\]\\)");
+    }
+
+    /**
      * Fine-grained resource requirements: the trainers' slots each need one of Flink's GPUs, so
      * they go to the TaskManager that has them (two GPUs and two cores, Flink's default of a core a
      * slot), and the preparation wherever its token requirement fits, this TaskManager included:

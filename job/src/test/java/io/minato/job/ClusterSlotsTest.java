@@ -38,15 +38,22 @@ class ClusterSlotsTest {
     }
 
     @Test
-    void shouldReadTheMostGpusOfOneTaskManager() {
+    void shouldAddUpTheGpusOfTheTaskManagers() {
         String two =
                 "{\"taskmanagers\":[{\"id\":\"tm-1\",\"totalResource\":{\"cpuCores\":4.0,"
                         + "\"extendedResources\":{\"gpu\":2.0}}},{\"id\":\"tm-2\","
                         + "\"totalResource\":{\"cpuCores\":4.0,\"extendedResources\":{}}}]}";
-        assertThat(ClusterSlots.mostGpusIn(two)).hasValue(2);
-        assertThat(ClusterSlots.mostGpusIn("{\"taskmanagers\":[]}")).isEmpty();
-        assertThat(ClusterSlots.tooFewGpus(2, 1))
-                .contains("2 GPU(s)", "at most 1", "external-resource.gpu.amount: 2")
+        assertThat(ClusterSlots.gpusIn(two)).hasValue(2);
+        String three =
+                "{\"taskmanagers\":[{\"id\":\"tm-1\",\"totalResource\":{\"cpuCores\":4.0,"
+                        + "\"extendedResources\":{\"gpu\":2.0}}},{\"id\":\"tm-2\","
+                        + "\"totalResource\":{\"cpuCores\":4.0,\"extendedResources\":{\"gpu\":1.0}}}]}";
+        assertThat(ClusterSlots.gpusIn(three)).hasValue(3);
+        assertThat(ClusterSlots.gpusIn("{\"taskmanagers\":[]}")).isEmpty();
+        assertThat(ClusterSlots.tooFewGpus(4, 3))
+                .contains("4 GPU(s)", "have 3 in all", "--devices gpus:N with N at most 3")
                 .doesNotContain("\n");
+        assertThat(ClusterSlots.tooFewGpus(1, 0))
+                .contains("have none: start TaskManagers with", "or give --devices cpu");
     }
 }

@@ -143,10 +143,10 @@ class FlinkRunIT {
                 .as(log)
                 .contains(
                         "error: the job trains on 1 GPU(s) from Flink's external resource"
-                                + " framework, and all of them must be in one TaskManager, but"
-                                + " the cluster's TaskManagers have at most 0: set"
-                                + " external-resources: gpu and external-resource.gpu.amount: 1"
-                                + " in the TaskManagers' config.yaml")
+                                + " framework, but the cluster's TaskManagers have none: start"
+                                + " TaskManagers with external-resources: gpu and"
+                                + " external-resource.gpu.amount in their config.yaml, or give"
+                                + " --devices cpu")
                 .doesNotContain("\tat ");
     }
 

@@ -6,6 +6,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
@@ -14,8 +15,9 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 /**
- * The trainer devices from {@code --devices}: {@code cpu}, {@code cpu:N}, {@code gpu} or {@code
- * gpu:I,J,...}, falling back to one CPU device, with one line for the user, when there is no GPU.
+ * The trainer devices from {@code --devices}: {@code cpu}, {@code cpu:N}, {@code gpu}, {@code
+ * gpus:N} or {@code gpu:I,J,...}, falling back to one CPU device, with one line for the user, when
+ * there is no GPU.
  *
  * <p>DJL and CUDA: {@link #djlDevice} hands DJL a {@code Device.gpu(i)}, which runs on the GPU only
  * with a CUDA build of libtorch, and DJL prefers the {@code pytorch-native-cpu} jar we bundle. Two
@@ -41,9 +43,11 @@ public final class DeviceSpec {
     public static final String OPTION = "--devices";
 
     static final String FORMS =
-            "cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs) or gpu:I,J,... (GPU indices)";
+            "cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs), gpus:N (N >= 1 GPUs) or"
+                    + " gpu:I,J,... (GPU indices)";
 
     private static final Pattern COUNT = Pattern.compile("\\d{1,9}");
+    private static final String GPU_COUNT = "gpus:";
     private static final Pattern GPU_NAME = Pattern.compile("gpu:?(\\d{1,9})");
     private static final Pattern DJL_GPU_LIST = Pattern.compile("gpu\\d{1,9}(,gpu\\d{1,9})*");
 
@@ -66,27 +70,35 @@ public final class DeviceSpec {
 
     /**
      * Parses {@code spec} for a job submitted to a cluster whose TaskManagers each get {@code
-     * flinkGpus} GPUs from Flink's external resource framework ({@link FlinkGpus#amount}). With
-     * none, as {@link #parse(String)}. With some, {@code gpu} (and the default) trains on that many
-     * GPUs, which each TaskManager's trainers take from Flink ({@link #fromFlink()}); no GPU of
-     * this machine is looked for, as it need not be the one that trains. {@code gpu:I,J,...} is
+     * flinkGpus} GPUs from Flink's external resource framework ({@link FlinkGpus#amount}), {@code
+     * clusterGpus} in all as the cluster's registered TaskManagers report (empty when it cannot
+     * tell: in application mode, or before a resource manager starts TaskManagers on demand). With
+     * no Flink GPUs, as {@link #parse(String)}. With some, every trainer takes its GPU from Flink
+     * in its TaskManager ({@link #fromFlink()}), and no GPU of this machine is looked for, as it
+     * need not be one that trains: {@code gpu} (and the default) trains on the cluster's GPUs
+     * ({@code flinkGpus} where it cannot tell), {@code gpus:N} on N. {@code gpu:I,J,...} is
      * refused: Flink picks the GPUs.
      *
      * @throws IllegalArgumentException naming the spec and what to give instead
      */
-    public static DeviceSpec parseForCluster(String spec, long flinkGpus) {
+    public static DeviceSpec parseForCluster(String spec, long flinkGpus, OptionalInt clusterGpus) {
         if (flinkGpus <= 0) {
             return parse(spec);
         }
         String s = spec == null ? "gpu" : spec.strip().toLowerCase(Locale.ROOT);
         if (s.isEmpty() || s.equals("gpu")) {
-            if (flinkGpus > Integer.MAX_VALUE) {
+            long all =
+                    clusterGpus.isPresent() && clusterGpus.getAsInt() > 0
+                            ? clusterGpus.getAsInt()
+                            : flinkGpus;
+            if (all > Integer.MAX_VALUE) {
                 throw new IllegalArgumentException(
                         "external-resource.gpu.amount " + flinkGpus + " is more GPUs than can be");
             }
-            List<TrainingDevice> gpus =
-                    IntStream.range(0, (int) flinkGpus).mapToObj(TrainingDevice::gpu).toList();
-            return new DeviceSpec("gpu", gpus, "", true);
+            return fromFlink("gpu", (int) all);
+        }
+        if (s.startsWith(GPU_COUNT)) {
+            return fromFlink(s, gpuCount(OPTION, spec, s));
         }
         if (s.startsWith("gpu")) {
             throw invalid(
@@ -95,11 +107,23 @@ public final class DeviceSpec {
                     "the TaskManagers take their GPUs from Flink's external resource framework"
                             + " (external-resource.gpu.amount: "
                             + flinkGpus
-                            + "), which picks them; give gpu to train on all "
-                            + flinkGpus
-                            + ", or cpu / cpu:N");
+                            + " each), which picks them; give gpu to train on all the cluster's"
+                            + " GPUs, gpus:N to train on N, or cpu / cpu:N");
         }
         return parse(spec);
+    }
+
+    private static DeviceSpec fromFlink(String spec, int count) {
+        return new DeviceSpec(
+                spec, IntStream.range(0, count).mapToObj(TrainingDevice::gpu).toList(), "", true);
+    }
+
+    private static int gpuCount(String option, String spec, String s) {
+        String n = s.substring(GPU_COUNT.length()).strip();
+        if (!COUNT.matcher(n).matches() || Integer.parseInt(n) < 1) {
+            throw invalid(option, spec, "N must be a whole number >= 1, got '" + n + "'");
+        }
+        return Integer.parseInt(n);
     }
 
     /** Parses {@code spec} against the GPUs {@link GpuProbe} finds; null or blank: the default. */
@@ -146,6 +170,21 @@ public final class DeviceSpec {
         if (s.equals("gpu")) {
             Gpus gpus = probe.get();
             return gpus.present() ? allGpus(s, gpus) : fallback(spec, gpus);
+        }
+        if (s.startsWith(GPU_COUNT)) {
+            int n = gpuCount(option, spec, s);
+            Gpus gpus = probe.get();
+            if (!gpus.present()) {
+                return fallback(spec, gpus);
+            }
+            if (gpus.count() < n) {
+                throw invalid(
+                        option, spec, "this machine has " + gpus.count() + " GPU(s), not " + n);
+            }
+            return new DeviceSpec(
+                    s,
+                    gpus.list().stream().limit(n).map(g -> TrainingDevice.gpu(g.index())).toList(),
+                    "");
         }
         if (s.startsWith("gpu:")) {
             // Syntax first, so a typo is reported the same on machines with and without a GPU.

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import ai.djl.Device;
 import java.util.List;
+import java.util.OptionalInt;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
@@ -161,8 +162,8 @@ class DeviceSpecTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("--devices '" + bad + "': ")
                 .hasMessageEndingWith(
-                        "expected cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs) or"
-                                + " gpu:I,J,... (GPU indices)");
+                        "expected cpu, cpu:N (N >= 1 replicas on the CPU), gpu (all GPUs), gpus:N"
+                                + " (N >= 1 GPUs) or gpu:I,J,... (GPU indices)");
     }
 
     @Test
@@ -185,20 +186,59 @@ class DeviceSpecTest {
     }
 
     @Test
-    void shouldTakeEveryGpuFlinkGivesATaskManagerForGpuOrTheDefaultOnACluster() {
+    void shouldTakeTheFirstNGpusForGpusN() {
+        assertThat(parse("gpus:1", TWO_GPUS).devices()).containsExactly(gpu(0));
+        assertThat(parse(" GPUS:2 ", TWO_GPUS).devices()).containsExactly(gpu(0), gpu(1));
+        assertThat(parse("gpus:2", NO_GPU).devices()).containsExactly(cpu(0));
+        assertThat(parse("gpus:2", NO_GPU).fallbackNotice()).isPresent();
+        assertThatThrownBy(() -> parse("gpus:3", TWO_GPUS))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("--devices 'gpus:3': this machine has 2 GPU(s), not 3;");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"gpus:0", "gpus:x", "gpus:", "gpus:-1", "gpus:1,2"})
+    void shouldRejectMalformedGpuCountsEvenWithoutGpu(String bad) {
+        for (Gpus gpus : List.of(TWO_GPUS, NO_GPU)) {
+            assertThatThrownBy(() -> parse(bad, gpus))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("--devices '" + bad + "': N must be a whole number")
+                    .hasMessageNotContaining("\n");
+        }
+        assertThatThrownBy(() -> DeviceSpec.parseForCluster(bad, 2, OptionalInt.of(4)))
+                .hasMessageStartingWith("--devices '" + bad + "': N must be a whole number");
+    }
+
+    @Test
+    void shouldTakeEveryGpuOfTheClusterForGpuOrTheDefaultOnACluster() {
         for (String spec : new String[] {"gpu", null, " GPU "}) {
-            DeviceSpec d = DeviceSpec.parseForCluster(spec, 2);
+            DeviceSpec d = DeviceSpec.parseForCluster(spec, 2, OptionalInt.of(6));
 
             assertThat(d.fromFlink()).isTrue();
-            assertThat(d.devices()).containsExactly(gpu(0), gpu(1));
-            assertThat(d.names()).containsExactly("flink-gpu", "flink-gpu");
+            assertThat(d.devices()).hasSize(6);
+            assertThat(d.names()).containsOnly("flink-gpu");
             assertThat(d.fallbackNotice()).isEmpty();
         }
+        // In application mode no TaskManager is there to count: one TaskManager's amount.
+        assertThat(DeviceSpec.parseForCluster("gpu", 2, OptionalInt.empty()).devices())
+                .containsExactly(gpu(0), gpu(1));
+        assertThat(DeviceSpec.parseForCluster("gpu", 2, OptionalInt.of(0)).devices())
+                .as("the TaskManagers have none: the client says so")
+                .hasSize(2);
+    }
+
+    @Test
+    void shouldTrainOnNOfFlinksGpusForGpusNOnACluster() {
+        DeviceSpec d = DeviceSpec.parseForCluster("gpus:3", 1, OptionalInt.empty());
+
+        assertThat(d.fromFlink()).isTrue();
+        assertThat(d.devices()).containsExactly(gpu(0), gpu(1), gpu(2));
+        assertThat(d.spec()).isEqualTo("gpus:3");
     }
 
     @Test
     void shouldKeepCpuSpecsOnAClusterWithFlinkGpus() {
-        DeviceSpec d = DeviceSpec.parseForCluster("cpu:2", 4);
+        DeviceSpec d = DeviceSpec.parseForCluster("cpu:2", 4, OptionalInt.of(8));
 
         assertThat(d.fromFlink()).isFalse();
         assertThat(d.devices()).containsExactly(cpu(0), cpu(1));
@@ -208,17 +248,18 @@ class DeviceSpecTest {
     @ParameterizedTest
     @ValueSource(strings = {"gpu:0", "gpu1", "gpu:0,1", "gpux"})
     void shouldRefuseGpuIndicesWhenFlinkPicksTheGpus(String spec) {
-        assertThatThrownBy(() -> DeviceSpec.parseForCluster(spec, 2))
+        assertThatThrownBy(() -> DeviceSpec.parseForCluster(spec, 2, OptionalInt.of(4)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith(
                         "--devices '" + spec + "': the TaskManagers take their GPUs")
-                .hasMessageContaining("external-resource.gpu.amount: 2")
-                .hasMessageContaining("give gpu to train on all 2");
+                .hasMessageContaining("external-resource.gpu.amount: 2 each")
+                .hasMessageContaining(
+                        "give gpu to train on all the cluster's GPUs, gpus:N to train on N");
     }
 
     @Test
     void shouldParseAsOnThisMachineWithoutFlinkGpus() {
-        DeviceSpec d = DeviceSpec.parseForCluster("cpu", 0);
+        DeviceSpec d = DeviceSpec.parseForCluster("cpu", 0, OptionalInt.empty());
 
         assertThat(d.fromFlink()).isFalse();
         assertThat(d.devices()).containsExactly(cpu(0));
