@@ -65,12 +65,7 @@ class ApplicationModeIT {
                 2,
                 List.of());
         assertThat(report).content().contains("\"delivered\": 8");
-        List<String> trace = Files.readAllLines(run.resolve("trace.csv"));
-        assertThat(
-                        trace.subList(1, trace.size()).stream()
-                                .map(l -> l.split(",")[0] + "," + l.split(",")[1])
-                                .distinct())
-                .hasSize(8);
+        assertThat(distinctSamples(run)).isEqualTo(8);
         @SuppressWarnings("unchecked")
         Map<String, Object> workers =
                 (Map<String, Object>)
@@ -91,15 +86,6 @@ class ApplicationModeIT {
     void shouldGiveEachTrainerAGpuFromFlinksExternalResources(@TempDir Path tmp) throws Exception {
         Path plugins = tmp.resolve("plugins");
         ListedGpuDriverFactory.writePlugin(plugins.resolve("listed-gpus"));
-        List<String> gpus =
-                List.of("-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=2");
-        List<String> driver =
-                List.of(
-                        "-D",
-                        "external-resource.gpu.driver-factory.class="
-                                + ListedGpuDriverFactory.class.getName(),
-                        "-D",
-                        "external-resource.gpu.param.indices=5,3");
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
         runApplication(
@@ -114,8 +100,8 @@ class ApplicationModeIT {
                         "--run-dir",
                         run.toString()),
                 report,
-                gpus,
-                concat(gpus, driver),
+                flinkGpus(2),
+                listedGpus(2, "5,3"),
                 Map.of("FLINK_PLUGINS_DIR", plugins.toString()));
 
         assertThat(report).content().contains("\"delivered\": 8", "\"devices\": 2");
@@ -138,15 +124,6 @@ class ApplicationModeIT {
     void shouldTrainOnTheGpusOfTwoTaskManagers(@TempDir Path tmp) throws Exception {
         Path plugins = tmp.resolve("plugins");
         ListedGpuDriverFactory.writePlugin(plugins.resolve("listed-gpus"));
-        List<String> gpus =
-                List.of("-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=1");
-        List<String> driver =
-                concat(
-                        ClusterProcesses.TWO_SLOTS,
-                        List.of(
-                                "-D",
-                                "external-resource.gpu.driver-factory.class="
-                                        + ListedGpuDriverFactory.class.getName()));
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
         runApplication(
@@ -163,23 +140,14 @@ class ApplicationModeIT {
                         "--run-dir",
                         run.toString()),
                 report,
-                gpus,
-                concat(
-                        concat(gpus, driver),
-                        List.of("-D", "external-resource.gpu.param.indices=5")),
+                flinkGpus(1),
+                concat(listedGpus(1, "5"), ClusterProcesses.TWO_SLOTS),
                 Map.of("FLINK_PLUGINS_DIR", plugins.toString()),
                 2,
-                concat(
-                        concat(gpus, driver),
-                        List.of("-D", "external-resource.gpu.param.indices=3")));
+                concat(listedGpus(1, "3"), ClusterProcesses.TWO_SLOTS));
 
         assertThat(report).content().contains("\"delivered\": 8", "\"devices\": 2");
-        List<String> trace = Files.readAllLines(run.resolve("trace.csv"));
-        assertThat(
-                        trace.subList(1, trace.size()).stream()
-                                .map(l -> l.split(",")[0] + "," + l.split(",")[1])
-                                .distinct())
-                .hasSize(8);
+        assertThat(distinctSamples(run)).isEqualTo(8);
         assertThat(Files.readString(tmp.resolve("tm.log")))
                 .containsPattern(
                         "device [01]: Flink gave this TaskManager GPU 5 \\(Flink GPUs \\[5\\]\\)");
@@ -201,23 +169,14 @@ class ApplicationModeIT {
             throws Exception {
         Path plugins = tmp.resolve("plugins");
         ListedGpuDriverFactory.writePlugin(plugins.resolve("listed-gpus"));
-        List<String> gpus =
-                List.of("-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=2");
         List<String> withGpus =
                 concat(
-                        concat(
-                                gpus,
-                                List.of(
-                                        "-D",
-                                        "taskmanager.numberOfTaskSlots=2",
-                                        "-D",
-                                        "taskmanager.cpu.cores=2")),
+                        listedGpus(2, "0,1"),
                         List.of(
                                 "-D",
-                                "external-resource.gpu.driver-factory.class="
-                                        + ListedGpuDriverFactory.class.getName(),
+                                "taskmanager.numberOfTaskSlots=2",
                                 "-D",
-                                "external-resource.gpu.param.indices=0,1"));
+                                "taskmanager.cpu.cores=2"));
         List<String> cpuOnly = List.of("-D", "taskmanager.numberOfTaskSlots=4");
         Path run = tmp.resolve("run");
         Path report = tmp.resolve("report.json");
@@ -233,7 +192,7 @@ class ApplicationModeIT {
                         "--run-dir",
                         run.toString()),
                 report,
-                gpus,
+                flinkGpus(2),
                 withGpus,
                 Map.of("FLINK_PLUGINS_DIR", plugins.toString()),
                 2,
@@ -348,6 +307,35 @@ class ApplicationModeIT {
         } finally {
             ClusterProcesses.stop(jm, tms);
         }
+    }
+
+    /** The configuration that gives each TaskManager {@code amount} of Flink's GPUs. */
+    private static List<String> flinkGpus(int amount) {
+        return List.of(
+                "-D", "external-resources=gpu", "-D", "external-resource.gpu.amount=" + amount);
+    }
+
+    /**
+     * A TaskManager's configuration: {@code amount} GPUs, the test driver listing {@code indices}.
+     */
+    private static List<String> listedGpus(int amount, String indices) {
+        return concat(
+                flinkGpus(amount),
+                List.of(
+                        "-D",
+                        "external-resource.gpu.driver-factory.class="
+                                + ListedGpuDriverFactory.class.getName(),
+                        "-D",
+                        "external-resource.gpu.param.indices=" + indices));
+    }
+
+    /** The distinct (epoch, index) pairs of a run's trace. */
+    private static long distinctSamples(Path run) throws java.io.IOException {
+        List<String> trace = Files.readAllLines(run.resolve("trace.csv"));
+        return trace.subList(1, trace.size()).stream()
+                .map(l -> l.split(",")[0] + "," + l.split(",")[1])
+                .distinct()
+                .count();
     }
 
     private static List<String> concat(List<String> a, List<String> b) {
