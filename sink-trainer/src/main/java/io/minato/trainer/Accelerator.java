@@ -77,6 +77,13 @@ public interface Accelerator extends AutoCloseable {
     }
 
     /**
+     * A replica's step for a batch whose every sample was left out as bad input, while its input
+     * goes on: it joins the other replicas' step with no sample of its own and applies their update
+     * (a step no replica had a sample for changes nothing).
+     */
+    default void stepWithoutSamples() throws Exception {}
+
+    /**
      * The model and optimizer state, taken at a step boundary, so that it rides in the checkpoint
      * with the batches still queued. Empty when there is no model.
      */

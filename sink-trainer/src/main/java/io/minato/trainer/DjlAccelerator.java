@@ -281,9 +281,32 @@ public final class DjlAccelerator implements Accelerator {
             return false;
         }
         initialize();
-        float[] average = member.allReduce(step + 1, null, 0);
+        return applyTheOthers(member.allReduce(step + 1, null, 0));
+    }
+
+    @Override
+    public void stepWithoutSamples() throws InterruptedException {
+        if (member == null) {
+            return;
+        }
+        initialize();
+        if (!applyTheOthers(member.allReduce(step + 1, ReplicaGroup.NO_SAMPLES, 0))) {
+            throw new IllegalStateException("the replica group ended while this device trains");
+        }
+    }
+
+    /**
+     * Applies the other replicas' update of a step this device had no sample for.
+     *
+     * @return false when there was none: training is over
+     */
+    private boolean applyTheOthers(float[] average) {
         if (average == null) {
             return false;
+        }
+        if (average.length == 0) {
+            step++; // no replica had a sample: the step is counted and changes nothing
+            return true;
         }
         try (NDManager scope = trainer.getManager().newSubManager()) {
             update(parameters.takeAverage(average, scope), scope);

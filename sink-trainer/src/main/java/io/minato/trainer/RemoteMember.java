@@ -118,9 +118,7 @@ final class RemoteMember implements ReplicaGroup.Member {
 
     @Override
     public float[] allReduce(long step, float[] gradient, int samples) throws InterruptedException {
-        if ((gradient == null) != (samples == 0)) {
-            throw new IllegalArgumentException("a gradient goes with samples > 0");
-        }
+        ReplicaGroup.checkPost(gradient, samples);
         CompletableFuture<Object> f = newCall();
         outstanding = step;
         try {

@@ -17,7 +17,10 @@ import java.util.function.Consumer;
  * last one to post computes the average weighted by samples, which is exactly the gradient of the
  * mean loss over the concatenated batch, and every replica applies that same update. A replica out
  * of data posts nothing (zero samples) and still applies the update, so that uneven batch counts at
- * the end of input lose no sample; when every replica posts nothing, training is over.
+ * the end of input lose no sample; when every replica posts nothing, training is over. A replica
+ * whose every sample of a batch was left out as bad input posts {@link #NO_SAMPLES}: nothing this
+ * step, more to come. It applies the others' update too, and a step at which no replica had a
+ * sample but one posted that is a step without samples, which changes no parameter.
  *
  * <p>Checkpoints: Flink snapshots the replicas one by one, at different moments. The first replica
  * to snapshot a checkpoint {@link Member#cut cuts} the group: no further step completes until every
@@ -34,6 +37,24 @@ import java.util.function.Consumer;
  * with a message saying so.
  */
 public final class ReplicaGroup {
+
+    /**
+     * What a replica posts for a step it has no sample for while its input goes on, and the result
+     * of a step no replica had a sample for: no values (over a replica link, an equal empty array).
+     */
+    public static final float[] NO_SAMPLES = new float[0];
+
+    /**
+     * Checks what a replica posts: a gradient with samples > 0, or with none, null (out of data) or
+     * {@link #NO_SAMPLES}.
+     */
+    static void checkPost(float[] gradient, int samples) {
+        if (samples < 0
+                || (gradient == null && samples != 0)
+                || (gradient != null && samples == 0 && gradient.length != 0)) {
+            throw new IllegalArgumentException("a gradient goes with samples > 0");
+        }
+    }
 
     /** How long a replica waits for the others to join before it gives up. */
     public static final Duration JOIN_TIMEOUT = Duration.ofSeconds(60);
@@ -163,8 +184,10 @@ public final class ReplicaGroup {
          * Posts this replica's gradient for global step {@code step} (1-based) and waits for the
          * sample-weighted average of all replicas' gradients.
          *
-         * @param gradient the gradient of this replica's mean loss; null with {@code samples} 0
-         * @return the averaged gradient, or null when no replica had a sample: training is over
+         * @param gradient the gradient of this replica's mean loss; with {@code samples} 0, null
+         *     (out of data) or {@link #NO_SAMPLES} (none this step, more to come)
+         * @return the averaged gradient; {@link #NO_SAMPLES} when no replica had a sample but one
+         *     posted {@link #NO_SAMPLES}; null when no replica had a sample: training is over
          */
         float[] allReduce(long step, float[] gradient, int samples) throws InterruptedException;
 
@@ -291,9 +314,7 @@ public final class ReplicaGroup {
         @Override
         public float[] allReduce(long step, float[] gradient, int samples)
                 throws InterruptedException {
-            if ((gradient == null) != (samples == 0)) {
-                throw new IllegalArgumentException("a gradient goes with samples > 0");
-            }
+            checkPost(gradient, samples);
             lock.lockInterruptibly();
             try {
                 awaitJoined();
@@ -317,9 +338,10 @@ public final class ReplicaGroup {
                     throw new IllegalStateException(
                             "device " + replica + " posted step " + step + " twice");
                 }
-                if (gradient != null) {
+                if (samples > 0) {
                     for (int r = 0; r < size; r++) {
-                        if (posted[r] != null && posted[r].length != gradient.length) {
+                        if (ReplicaGroup.this.samples[r] > 0
+                                && posted[r].length != gradient.length) {
                             throw new IllegalStateException(
                                     "device "
                                             + replica
@@ -545,17 +567,23 @@ public final class ReplicaGroup {
         int length = -1;
         int contributors = 0;
         float[] only = null;
+        boolean more = false; // a replica without samples this step has more to come
         for (int r = 0; r < size; r++) {
             total += samples[r];
-            if (posted[r] != null) {
+            if (samples[r] > 0) {
                 length = posted[r].length;
                 contributors++;
                 only = posted[r];
+            } else {
+                more |= posted[r] != null;
             }
         }
-        if (total == 0) {
+        if (total == 0 && !more) {
             done = true;
             result = null;
+        } else if (total == 0) {
+            result = NO_SAMPLES;
+            published++;
         } else if (contributors == 1) {
             // One device alone (one device in all, or the others out of data): its gradient is
             // the average; no pass over it.
@@ -565,7 +593,7 @@ public final class ReplicaGroup {
             // Fixed order of replicas: every run sums the same way.
             float[] average = new float[length];
             for (int r = 0; r < size; r++) {
-                if (posted[r] == null) {
+                if (samples[r] == 0) {
                     continue;
                 }
                 float w = (float) ((double) samples[r] / total);

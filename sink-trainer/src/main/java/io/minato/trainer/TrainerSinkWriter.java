@@ -535,16 +535,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 // step's clock starts.
                 Batch full = preparedAgain.materialized(batch);
                 if (full.samples().isEmpty()) {
-                    if (member != null) {
-                        throw new IOException(
-                                "device "
-                                        + device
-                                        + ": every sample of batch "
-                                        + batch.sequence()
-                                        + " was left out as bad input, and a replica cannot take"
-                                        + " a step without samples");
+                    // Every sample of the batch was left out (--on-bad-sample skip): alone, no
+                    // step; a replica joins the others' step empty-handed.
+                    if (member != null && member.size() > 1) {
+                        accelerator.stepWithoutSamples();
                     }
-                    // Every sample of the batch was left out (--on-bad-sample skip): no step.
                     lock.lock();
                     try {
                         headDone();

@@ -53,6 +53,30 @@ class DataParallelTest {
         }
     }
 
+    /**
+     * Under {@code --on-bad-sample skip} every sample of a replica's batch may be left out: it
+     * applies the other replica's update, and a step at which neither had a sample is counted and
+     * changes no parameter.
+     */
+    @Test
+    void shouldKeepAReplicaWhoseBatchWentBadIdenticalAndCountAStepWithoutSamples()
+            throws Exception {
+        try (DjlAccelerator single = new DjlAccelerator(SETTINGS);
+                TwoReplicas replicas = new TwoReplicas(SETTINGS, single.initializedState())) {
+            replicas.step(1, batch(0, 0, 2), batch(1, 0, 2));
+            single.train(concat(batch(0, 0, 2), batch(1, 0, 2)));
+            replicas.stepLeavingOut(2, batch(0, 1, 2));
+            single.train(batch(0, 1, 2));
+            TwoReplicas.assertClose(replicas.r0, single, 2);
+
+            replicas.stepLeavingOut(3, null);
+            assertThat(replicas.r0.step()).isEqualTo(3);
+            assertThat(replicas.r1.step()).isEqualTo(3);
+            TwoReplicas.assertClose(replicas.r0, single, 3);
+            replicas.end();
+        }
+    }
+
     @Test
     void shouldCarryTheMomentumThroughACheckpoint() throws Exception {
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS);

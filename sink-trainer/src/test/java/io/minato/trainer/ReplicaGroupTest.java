@@ -124,6 +124,39 @@ class ReplicaGroupTest {
         assertThat(eb.get(10, TimeUnit.SECONDS)).isNull();
     }
 
+    /**
+     * A replica whose every sample of a batch was left out as bad input posts no samples but more
+     * to come: it applies the others' update, and a step no replica had a sample for is counted by
+     * every replica and ends nothing.
+     */
+    @ParameterizedTest(name = "the second replica in {0}")
+    @ValueSource(strings = {THIS_TM, ANOTHER_TM})
+    void shouldCountAStepWithoutSamplesWhileAReplicasInputGoesOn(String where) throws Exception {
+        Pair p = pair(where);
+        ReplicaGroup.Member a = p.a();
+        ReplicaGroup.Member b = p.b();
+        start(a, b);
+        var fa = post(a, 1, new float[] {4f}, 2);
+        var fb = post(b, 1, ReplicaGroup.NO_SAMPLES, 0);
+        assertThat(fa.get(10, TimeUnit.SECONDS)).containsExactly(4f);
+        assertThat(fb.get(10, TimeUnit.SECONDS)).containsExactly(4f);
+
+        var na = post(a, 2, null, 0);
+        var nb = post(b, 2, ReplicaGroup.NO_SAMPLES, 0);
+        assertThat(na.get(10, TimeUnit.SECONDS)).as("a step without samples").isEmpty();
+        assertThat(nb.get(10, TimeUnit.SECONDS)).isEmpty();
+
+        var ga = post(a, 3, null, 0);
+        var gb = post(b, 3, new float[] {2f}, 1);
+        assertThat(ga.get(10, TimeUnit.SECONDS)).containsExactly(2f);
+        assertThat(gb.get(10, TimeUnit.SECONDS)).containsExactly(2f);
+
+        var ea = post(a, 4, null, 0);
+        var eb = post(b, 4, null, 0);
+        assertThat(ea.get(10, TimeUnit.SECONDS)).isNull();
+        assertThat(eb.get(10, TimeUnit.SECONDS)).isNull();
+    }
+
     @ParameterizedTest(name = "the second replica in {0}")
     @ValueSource(strings = {THIS_TM, ANOTHER_TM})
     void shouldGiveEveryReplicaTheFirstReplicasInitialStateAndStep(String where) throws Exception {

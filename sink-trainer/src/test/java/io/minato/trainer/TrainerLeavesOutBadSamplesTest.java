@@ -22,6 +22,10 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import org.apache.flink.api.common.JobID;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,8 +33,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A sample a trainer prepares again (it arrived as an identity, as after a restore) whose case file
  * went bad meanwhile: under {@code --on-bad-sample skip} it is left out and its source quarantined
- * once, later samples of that source are left out unprepared, a batch left with none takes no step,
- * and every other sample trains; without it the step fails naming the file.
+ * once, later samples of that source are left out unprepared, a batch left with none takes no step
+ * (a replica's joins the others' step empty-handed), and every other sample trains; without it the
+ * step fails naming the file.
  */
 class TrainerLeavesOutBadSamplesTest {
     @TempDir Path tmp;
@@ -124,6 +129,78 @@ class TrainerLeavesOutBadSamplesTest {
         } finally {
             w.close();
         }
+    }
+
+    /**
+     * Data-parallel replicas: every sample of device 1's batch went bad, so it joins device 0's
+     * steps with no sample of its own, and a step no replica had a sample for (both batches bad) is
+     * counted by both and ends nothing, until both inputs ended.
+     */
+    @Test
+    void shouldLetAReplicaWhoseBatchWentBadJoinTheOthersStepsEmptyHanded() throws Exception {
+        TrainerSink sink =
+                TrainerSink.builder()
+                        .setAccelerator((device, devices) -> new LockstepAccelerator())
+                        .optRecipe(recipe)
+                        .optSkipBadSamples(true)
+                        .build();
+        JobID job = new JobID();
+        TrainerSinkWriter w0 = new FakeTrainerContext(0, 2, job).create(sink);
+        TrainerSinkWriter w1 = new FakeTrainerContext(1, 2, job).create(sink);
+        try {
+            w0.leaveOutBadSamples(new InMemoryQuarantine());
+            w1.leaveOutBadSamples(new InMemoryQuarantine());
+            FutureTask<Void> device0 =
+                    task(
+                            () -> {
+                                w0.write(new Batch(0, 0, List.of(identity(0, 0), identity(2, 0))));
+                                w0.write(new Batch(0, 1, List.of(identity(5, 1))));
+                                w0.write(new Batch(0, 2, List.of(identity(4, 0))));
+                                w0.endInput();
+                                return null;
+                            });
+            FutureTask<Void> device1 =
+                    task(
+                            () -> {
+                                w1.write(new Batch(1, 0, List.of(identity(1, 1), identity(3, 1))));
+                                w1.write(new Batch(1, 1, List.of(identity(7, 1))));
+                                w1.endInput();
+                                return null;
+                            });
+            device0.get(60, TimeUnit.SECONDS);
+            device1.get(60, TimeUnit.SECONDS);
+
+            assertThat(w0.counters().steps()).isEqualTo(2);
+            assertThat(w0.counters().samples()).isEqualTo(3);
+            assertThat(w1.counters().steps()).isZero();
+        } finally {
+            w0.close();
+            w1.close();
+        }
+    }
+
+    private static FutureTask<Void> task(Callable<Void> body) {
+        FutureTask<Void> task = new FutureTask<>(body);
+        new Thread(task).start();
+        return task;
+    }
+
+    /** A writer's own quarantine, as its operator state would hold it. */
+    private static final class InMemoryQuarantine implements SampleRecipe.LeftOut {
+        private final Set<Integer> cases = new HashSet<>();
+
+        @Override
+        public boolean quarantined(SampleTask task) {
+            return cases.contains(task.caseIndex());
+        }
+
+        @Override
+        public void quarantine(SampleTask task, BadInputException bad) {
+            cases.add(task.caseIndex());
+        }
+
+        @Override
+        public void skip() {}
     }
 
     @Test

@@ -337,7 +337,7 @@ class TrainerSinkWriterTest {
                         group,
                         Replicas.inJvm(),
                         2,
-                        new Lockstep(),
+                        new LockstepAccelerator(),
                         null,
                         null,
                         null,
@@ -369,51 +369,6 @@ class TrainerSinkWriterTest {
             m.initialState(null, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    /** A replicated accelerator whose step is only the all-reduce of a dummy gradient. */
-    private static final class Lockstep implements Accelerator {
-        private ReplicaGroup.Member member;
-        private long step = -1;
-
-        @Override
-        public boolean replicated() {
-            return true;
-        }
-
-        @Override
-        public void replicate(ReplicaGroup.Member member) {
-            this.member = member;
-        }
-
-        @Override
-        public StepResult train(Batch batch) throws InterruptedException {
-            start();
-            member.allReduce(++step, new float[] {1f}, batch.samples().size());
-            return StepResult.noLoss(1);
-        }
-
-        @Override
-        public boolean idleStep() throws InterruptedException {
-            start();
-            if (member.allReduce(step + 1, null, 0) == null) {
-                return false;
-            }
-            step++;
-            return true;
-        }
-
-        private void start() throws InterruptedException {
-            if (step < 0) {
-                member.initialState(new byte[0], 0);
-                step = member.startStep();
-            }
-        }
-
-        @Override
-        public String kind() {
-            return SimulatedAccelerator.KIND;
         }
     }
 

@@ -48,6 +48,32 @@ final class TwoReplicas implements AutoCloseable {
                 .isEqualTo(r0.snapshot());
     }
 
+    /**
+     * Global step {@code step} at which every sample of replica 1's batch was left out as bad
+     * input, and of replica 0's too when {@code b0} is null; then the two are checked identical.
+     */
+    void stepLeavingOut(int step, Batch b0) throws Exception {
+        Callable<Object> step0 =
+                b0 != null
+                        ? () -> r0.train(b0)
+                        : () -> {
+                            r0.stepWithoutSamples();
+                            return null;
+                        };
+        Future<Object> f0 = threads.submit(step0);
+        Future<Object> f1 =
+                threads.submit(
+                        () -> {
+                            r1.stepWithoutSamples();
+                            return null;
+                        });
+        f0.get(120, TimeUnit.SECONDS);
+        f1.get(120, TimeUnit.SECONDS);
+        assertThat(r1.snapshot())
+                .as("replicas identical after step %d", step)
+                .isEqualTo(r0.snapshot());
+    }
+
     /** Neither replica has data any more: the group ends for both. */
     void end() throws Exception {
         Future<Boolean> e0 = threads.submit(r0::idleStep);
