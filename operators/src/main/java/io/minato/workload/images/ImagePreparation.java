@@ -16,9 +16,9 @@ import java.util.Objects;
 
 /**
  * torchvision's ImageNet training transforms of one image as resumable steps: decode,
- * RandomResizedCrop (the window, then a bilinear resize in slabs of rows), RandomHorizontalFlip,
- * ColorJitter (brightness, contrast, saturation in a random order) and Normalize, into a float CHW
- * patch of (3, size, size) whose target is the image's class.
+ * RandomResizedCrop (the window, then an antialiased bilinear resize in slabs of rows, as PIL's),
+ * RandomHorizontalFlip, ColorJitter (brightness, contrast, saturation in a random order) and
+ * Normalize, into a float CHW patch of (3, size, size) whose target is the image's class.
  *
  * <p>The cost is mostly the decode, which grows with the image: a large JPEG is the images
  * workload's slow sample. The decoded pixels depend on the file alone, so they are remembered
@@ -198,9 +198,9 @@ public final class ImagePreparation implements Steps<EncodedImage> {
     }
 
     /**
-     * Bilinear resize (half-pixel centres, as align_corners=False; no antialiasing) of the window
-     * (top, left, ch, cw) of {@code rgb} to {@code s} x {@code s}, output rows [from, to), written
-     * as channel planes of values in [0, 1] (ToTensor's scale).
+     * Bilinear resize of the window (top, left, ch, cw) of {@code rgb} to {@code s} x {@code s}, as
+     * torchvision's RandomResizedCrop gives it (PIL's resize of the cropped image, antialiased):
+     * output rows [from, to), written as channel planes of values in [0, 1] (ToTensor's scale).
      */
     static void resize(
             int[] rgb,
@@ -213,41 +213,134 @@ public final class ImagePreparation implements Steps<EncodedImage> {
             int s,
             int from,
             int to) {
-        int[] x0 = new int[s];
-        int[] x1 = new int[s];
-        float[] wx = new float[s];
-        double sx = (double) cw / s;
-        for (int ox = 0; ox < s; ox++) {
-            double x = Math.min(cw - 1, Math.max(0, (ox + 0.5) * sx - 0.5));
-            int xi = (int) x;
-            x0[ox] = left + xi;
-            x1[ox] = left + Math.min(xi + 1, cw - 1);
-            wx[ox] = (float) (x - xi);
-        }
-        double sy = (double) ch / s;
-        int plane = s * s;
-        for (int oy = from; oy < to; oy++) {
-            double y = Math.min(ch - 1, Math.max(0, (oy + 0.5) * sy - 0.5));
-            int yi = (int) y;
-            float wy = (float) (y - yi);
-            int r0 = (top + yi) * stride;
-            int r1 = (top + Math.min(yi + 1, ch - 1)) * stride;
-            int o = oy * s;
-            for (int ox = 0; ox < s; ox++) {
-                int p00 = rgb[r0 + x0[ox]];
-                int p01 = rgb[r0 + x1[ox]];
-                int p10 = rgb[r1 + x0[ox]];
-                int p11 = rgb[r1 + x1[ox]];
-                float a = wx[ox];
-                for (int c = 0, shift = 16; c < 3; c++, shift -= 8) {
-                    float v00 = (p00 >>> shift) & 0xFF;
-                    float v01 = (p01 >>> shift) & 0xFF;
-                    float v10 = (p10 >>> shift) & 0xFF;
-                    float v11 = (p11 >>> shift) & 0xFF;
-                    float upper = v00 + a * (v01 - v00);
-                    float lower = v10 + a * (v11 - v10);
-                    out[c * plane + o + ox] = (upper + wy * (lower - upper)) / 255f;
+        resize(rgb, stride, new Axis(left, cw, s, 0, s), new Axis(top, ch, s, 0, s), out, from, to);
+    }
+
+    /**
+     * One axis of a resample as PIL's bilinear filter does it (Pillow's {@code precompute_coeffs}
+     * and {@code normalize_coeffs_8bpc}): output {@code i} of {@code outLen} is centred at {@code
+     * (i + 0.5) * scale} input pixels, {@code scale = inLen / outLen}, and weighs the input pixels
+     * within {@code max(scale, 1)} of it by a triangle stretched to that support, renormalised; so
+     * a downscale averages every pixel it covers instead of sampling two. The weights are
+     * fixed-point with {@link #PRECISION_BITS} bits, as PIL's for 8-bit images. Inputs are {@code
+     * [in0, in0 + inLen)} and beyond them nothing (the weights near an edge are renormalised, as in
+     * a resize of the window alone); the outputs kept are {@code [offset, offset + n)}.
+     */
+    static final class Axis {
+        /** PIL's: 32 bits less 8 for the values and 2 of headroom. */
+        static final int PRECISION_BITS = 32 - 8 - 2;
+
+        final int n;
+        final int taps;
+        final int[] first; // the first input pixel of each output
+        final int[] count;
+        final int[] weights; // taps per output
+
+        Axis(int in0, int inLen, int outLen, int offset, int n) {
+            double scale = (double) inLen / outLen;
+            double filterScale = Math.max(scale, 1.0);
+            double support = filterScale; // the bilinear filter's support is 1
+            double inverse = 1.0 / filterScale;
+            this.n = n;
+            this.taps = (int) Math.ceil(support) * 2 + 1;
+            first = new int[n];
+            count = new int[n];
+            weights = new int[n * taps];
+            double[] w = new double[taps];
+            for (int i = 0; i < n; i++) {
+                double centre = (offset + i + 0.5) * scale;
+                // PIL's rounding: a cast truncates toward zero, as C's does.
+                int min = Math.max((int) (centre - support + 0.5), 0);
+                int max = Math.min((int) (centre + support + 0.5), inLen) - min;
+                double total = 0;
+                for (int x = 0; x < max; x++) {
+                    double t = Math.abs((x + min - centre + 0.5) * inverse);
+                    w[x] = t < 1 ? 1 - t : 0;
+                    total += w[x];
                 }
+                first[i] = in0 + min;
+                count[i] = max;
+                for (int x = 0; x < max; x++) {
+                    double k = (total != 0 ? w[x] / total : w[x]) * (1 << PRECISION_BITS);
+                    weights[i * taps + x] = (int) (k < 0 ? k - 0.5 : k + 0.5);
+                }
+            }
+        }
+    }
+
+    /** PIL's {@code clip8}: a fixed-point sum back to a byte. */
+    private static int clip8(int sum) {
+        int v = sum >> Axis.PRECISION_BITS;
+        return v < 0 ? 0 : Math.min(v, 255);
+    }
+
+    /**
+     * Resamples {@code rgb} (rows of {@code stride} pixels) along {@code xs} and {@code ys} into
+     * the channel planes of {@code out} ({@code xs.n} x {@code ys.n}, each value a byte over 255),
+     * output rows [from, to): a horizontal pass over the input rows those outputs need, rounded to
+     * bytes, then a vertical one, as PIL does for an RGB image, so the bytes are PIL's.
+     */
+    static void resize(int[] rgb, int stride, Axis xs, Axis ys, float[] out, int from, int to) {
+        if (from >= to) {
+            return;
+        }
+        int w = xs.n;
+        int rowFirst = ys.first[from];
+        int rowEnd = rowFirst;
+        for (int oy = from; oy < to; oy++) {
+            rowEnd = Math.max(rowEnd, ys.first[oy] + ys.count[oy]);
+        }
+        int half = 1 << (Axis.PRECISION_BITS - 1);
+        // The rows resampled across, one plane a channel.
+        int rows = rowEnd - rowFirst;
+        int[] acrossR = new int[rows * w];
+        int[] acrossG = new int[rows * w];
+        int[] acrossB = new int[rows * w];
+        for (int r = 0; r < rows; r++) {
+            int base = (rowFirst + r) * stride;
+            int o = r * w;
+            for (int ox = 0; ox < w; ox++) {
+                int x0 = base + xs.first[ox];
+                int k0 = ox * xs.taps;
+                int sr = half;
+                int sg = half;
+                int sb = half;
+                for (int k = 0, n = xs.count[ox]; k < n; k++) {
+                    int px = rgb[x0 + k];
+                    int wk = xs.weights[k0 + k];
+                    sr += ((px >>> 16) & 0xFF) * wk;
+                    sg += ((px >>> 8) & 0xFF) * wk;
+                    sb += (px & 0xFF) * wk;
+                }
+                acrossR[o + ox] = clip8(sr);
+                acrossG[o + ox] = clip8(sg);
+                acrossB[o + ox] = clip8(sb);
+            }
+        }
+        // Down the columns a row of weights at a time, so that the inner loops run along rows.
+        int plane = w * ys.n;
+        int[] sr = new int[w];
+        int[] sg = new int[w];
+        int[] sb = new int[w];
+        for (int oy = from; oy < to; oy++) {
+            java.util.Arrays.fill(sr, half);
+            java.util.Arrays.fill(sg, half);
+            java.util.Arrays.fill(sb, half);
+            int r0 = ys.first[oy] - rowFirst;
+            for (int k = 0, n = ys.count[oy]; k < n; k++) {
+                int wk = ys.weights[oy * ys.taps + k];
+                int row = (r0 + k) * w;
+                for (int ox = 0; ox < w; ox++) {
+                    sr[ox] += acrossR[row + ox] * wk;
+                    sg[ox] += acrossG[row + ox] * wk;
+                    sb[ox] += acrossB[row + ox] * wk;
+                }
+            }
+            int o = oy * w;
+            for (int ox = 0; ox < w; ox++) {
+                out[o + ox] = clip8(sr[ox]) / 255f;
+                out[plane + o + ox] = clip8(sg[ox]) / 255f;
+                out[2 * plane + o + ox] = clip8(sb[ox]) / 255f;
             }
         }
     }

@@ -68,9 +68,10 @@ public final class ImageTransforms implements Transforms<EncodedImage> {
     }
 
     /**
-     * torchvision's evaluation transforms: the shorter side resized to {@code size * 256 / 224},
-     * the centre {@code size} x {@code size} square, normalised; done in one bilinear pass over the
-     * window of the image that square covers. Fresh arrays, the image's class as target.
+     * torchvision's evaluation transforms: the shorter side resized to {@code size * 256 / 224}
+     * (the longer in proportion, truncated, as torchvision's Resize), the centre {@code size} x
+     * {@code size} square, normalised; the resize antialiased as PIL's, computed for that square
+     * only. Fresh arrays, the image's class as target.
      */
     public static Patch evaluation(EncodedImage image, ImageConfig config)
             throws BadInputException {
@@ -79,12 +80,21 @@ public final class ImageTransforms implements Transforms<EncodedImage> {
         int h = decoded.getHeight();
         int[] rgb = ImageDecoding.pixels(decoded);
         int s = config.size();
-        double resizedShort = Math.floor(s * 256.0 / 224);
-        double f = Math.min(w, h) / resizedShort; // source pixels per resized pixel
-        int cw = (int) Math.max(1, Math.min(w, Math.round(s * f)));
-        int ch = (int) Math.max(1, Math.min(h, Math.round(s * f)));
+        int resizedShort = (int) Math.floor(s * 256.0 / 224);
+        int resizedW = w <= h ? resizedShort : (int) ((long) resizedShort * w / h);
+        int resizedH = w <= h ? (int) ((long) resizedShort * h / w) : resizedShort;
+        // CenterCrop's offsets: Python's round, half to even.
+        int left = (int) Math.rint((resizedW - s) / 2.0);
+        int top = (int) Math.rint((resizedH - s) / 2.0);
         float[] values = new float[3 * s * s];
-        ImagePreparation.resize(rgb, w, (h - ch) / 2, (w - cw) / 2, ch, cw, values, s, 0, s);
+        ImagePreparation.resize(
+                rgb,
+                w,
+                new ImagePreparation.Axis(0, w, resizedW, left, s),
+                new ImagePreparation.Axis(0, h, resizedH, top, s),
+                values,
+                0,
+                s);
         ImagePreparation.normalize(values, config);
         return Patch.ofClass(new Shape3(3, s, s), values, image.file().label());
     }
