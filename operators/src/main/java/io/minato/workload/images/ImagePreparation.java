@@ -291,11 +291,11 @@ public final class ImagePreparation implements Steps<EncodedImage> {
             rowEnd = Math.max(rowEnd, ys.first[oy] + ys.count[oy]);
         }
         int half = 1 << (Axis.PRECISION_BITS - 1);
-        // The rows resampled across, one plane a channel.
+        // The rows resampled across, one plane of bytes a channel (PIL's intermediate image).
         int rows = rowEnd - rowFirst;
-        int[] acrossR = new int[rows * w];
-        int[] acrossG = new int[rows * w];
-        int[] acrossB = new int[rows * w];
+        byte[] acrossR = new byte[rows * w];
+        byte[] acrossG = new byte[rows * w];
+        byte[] acrossB = new byte[rows * w];
         for (int r = 0; r < rows; r++) {
             int base = (rowFirst + r) * stride;
             int o = r * w;
@@ -312,9 +312,9 @@ public final class ImagePreparation implements Steps<EncodedImage> {
                     sg += ((px >>> 8) & 0xFF) * wk;
                     sb += (px & 0xFF) * wk;
                 }
-                acrossR[o + ox] = clip8(sr);
-                acrossG[o + ox] = clip8(sg);
-                acrossB[o + ox] = clip8(sb);
+                acrossR[o + ox] = (byte) clip8(sr);
+                acrossG[o + ox] = (byte) clip8(sg);
+                acrossB[o + ox] = (byte) clip8(sb);
             }
         }
         // Down the columns a row of weights at a time, so that the inner loops run along rows.
@@ -331,9 +331,9 @@ public final class ImagePreparation implements Steps<EncodedImage> {
                 int wk = ys.weights[oy * ys.taps + k];
                 int row = (r0 + k) * w;
                 for (int ox = 0; ox < w; ox++) {
-                    sr[ox] += acrossR[row + ox] * wk;
-                    sg[ox] += acrossG[row + ox] * wk;
-                    sb[ox] += acrossB[row + ox] * wk;
+                    sr[ox] += (acrossR[row + ox] & 0xFF) * wk;
+                    sg[ox] += (acrossG[row + ox] & 0xFF) * wk;
+                    sb[ox] += (acrossB[row + ox] & 0xFF) * wk;
                 }
             }
             int o = oy * w;
