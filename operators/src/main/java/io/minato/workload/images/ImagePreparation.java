@@ -268,6 +268,36 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         }
     }
 
+    /**
+     * A worker's resize buffers, kept between samples: zeroing fresh ones for every slab of a large
+     * crop took 8.6 % of the workers' time (async-profiler, 48 epochs of the images).
+     */
+    private static final class Scratch {
+        byte[] red = new byte[0];
+        byte[] green = new byte[0];
+        byte[] blue = new byte[0];
+        int[] sumRed = new int[0];
+        int[] sumGreen = new int[0];
+        int[] sumBlue = new int[0];
+
+        /** These buffers, grown to hold {@code plane} bytes a channel and {@code row} sums. */
+        Scratch atLeast(int plane, int row) {
+            if (red.length < plane) {
+                red = new byte[plane];
+                green = new byte[plane];
+                blue = new byte[plane];
+            }
+            if (sumRed.length < row) {
+                sumRed = new int[row];
+                sumGreen = new int[row];
+                sumBlue = new int[row];
+            }
+            return this;
+        }
+    }
+
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
     /** PIL's {@code clip8}: a fixed-point sum back to a byte. */
     private static int clip8(int sum) {
         int v = sum >> Axis.PRECISION_BITS;
@@ -291,11 +321,13 @@ public final class ImagePreparation implements Steps<EncodedImage> {
             rowEnd = Math.max(rowEnd, ys.first[oy] + ys.count[oy]);
         }
         int half = 1 << (Axis.PRECISION_BITS - 1);
-        // The rows resampled across, one plane of bytes a channel (PIL's intermediate image).
+        // The rows resampled across, one plane of bytes a channel (PIL's intermediate image), in
+        // this thread's scratch: every value read is written first.
         int rows = rowEnd - rowFirst;
-        byte[] acrossR = new byte[rows * w];
-        byte[] acrossG = new byte[rows * w];
-        byte[] acrossB = new byte[rows * w];
+        Scratch scratch = SCRATCH.get().atLeast(rows * w, w);
+        byte[] acrossR = scratch.red;
+        byte[] acrossG = scratch.green;
+        byte[] acrossB = scratch.blue;
         for (int r = 0; r < rows; r++) {
             int base = (rowFirst + r) * stride;
             int o = r * w;
@@ -319,13 +351,13 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         }
         // Down the columns a row of weights at a time, so that the inner loops run along rows.
         int plane = w * ys.n;
-        int[] sr = new int[w];
-        int[] sg = new int[w];
-        int[] sb = new int[w];
+        int[] sr = scratch.sumRed;
+        int[] sg = scratch.sumGreen;
+        int[] sb = scratch.sumBlue;
         for (int oy = from; oy < to; oy++) {
-            java.util.Arrays.fill(sr, half);
-            java.util.Arrays.fill(sg, half);
-            java.util.Arrays.fill(sb, half);
+            java.util.Arrays.fill(sr, 0, w, half);
+            java.util.Arrays.fill(sg, 0, w, half);
+            java.util.Arrays.fill(sb, 0, w, half);
             int r0 = ys.first[oy] - rowFirst;
             for (int k = 0, n = ys.count[oy]; k < n; k++) {
                 int wk = ys.weights[oy * ys.taps + k];
