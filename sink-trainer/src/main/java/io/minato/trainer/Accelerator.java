@@ -77,9 +77,9 @@ public interface Accelerator extends AutoCloseable {
     }
 
     /**
-     * A replica's step for a batch whose every sample was left out as bad input, while its input
-     * goes on: it joins the other replicas' step with no sample of its own and applies their update
-     * (a step no replica had a sample for changes nothing).
+     * A step for a batch whose every sample was left out as bad input, while this device's input
+     * goes on: a replica joins the other replicas' step with no sample of its own and applies their
+     * update (a step no replica had a sample for changes nothing); a device alone takes no step.
      */
     default void stepWithoutSamples() throws Exception {}
 

@@ -286,8 +286,8 @@ public final class DjlAccelerator implements Accelerator {
 
     @Override
     public void stepWithoutSamples() throws InterruptedException {
-        if (member == null) {
-            return;
+        if (member == null || member.size() == 1) {
+            return; // alone: no step
         }
         initialize();
         if (!applyTheOthers(member.allReduce(step + 1, ReplicaGroup.NO_SAMPLES, 0))) {

@@ -537,9 +537,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 if (full.samples().isEmpty()) {
                     // Every sample of the batch was left out (--on-bad-sample skip): alone, no
                     // step; a replica joins the others' step empty-handed.
-                    if (member != null && member.size() > 1) {
-                        accelerator.stepWithoutSamples();
-                    }
+                    accelerator.stepWithoutSamples();
                     lock.lock();
                     try {
                         headDone();
