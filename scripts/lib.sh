@@ -115,26 +115,18 @@ minato_class_archive() {
   rm -rf "$tmp"
 }
 
-# The JVM options that use the archive, where it is there and made by this java; only for a JVM
-# on minato_classpath (the archive records that classpath).
-minato_class_archive_options() {
-  local archive
-  archive="$(minato_class_archive_file)"
-  if [ "${MINATO_CLASS_ARCHIVE:-1}" != 0 ] && [ -f "$archive" ] && [ "$(cat "$archive.jvm" 2>/dev/null)" = "$(minato_java_id)" ]; then
-    echo -n "-XX:SharedArchiveFile=$archive -Xlog:cds=off -Xlog:cds+dynamic=off"
-  fi
-}
-
-# The same for a JobManager or TaskManager of scripts/cluster (on minato_cluster_classpath, to
-# which more entries may be appended).
-minato_cluster_archive_options() {
-  local archive
-  archive="$(minato_cluster_archive_file)"
-  if [ "${MINATO_CLASS_ARCHIVE:-1}" != 0 ] && [ -f "$archive" ] \
+# The JVM options that use archive $1, where it is there and made by this java (both archives are
+# written together and minato.jsa.jvm records the java); minato.jsa only for a JVM on
+# minato_classpath, minato-cluster.jsa for one on minato_cluster_classpath (to which more entries
+# may be appended). The archive records that classpath.
+minato_archive_options() {
+  if [ "${MINATO_CLASS_ARCHIVE:-1}" != 0 ] && [ -f "$1" ] \
     && [ "$(cat "$(minato_class_archive_file).jvm" 2>/dev/null)" = "$(minato_java_id)" ]; then
-    echo -n "-XX:SharedArchiveFile=$archive -Xlog:cds=off -Xlog:cds+dynamic=off"
+    echo -n "-XX:SharedArchiveFile=$1 -Xlog:cds=off -Xlog:cds+dynamic=off"
   fi
 }
+minato_class_archive_options() { minato_archive_options "$(minato_class_archive_file)"; }
+minato_cluster_archive_options() { minato_archive_options "$(minato_cluster_archive_file)"; }
 
 # Jars only: the JVM writes no class-data archive for a classpath with a non-empty folder on it
 # (the configuration in flink-conf/ is read by path, not as resources).
