@@ -12,6 +12,7 @@ import java.awt.image.BufferedImage;
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -355,9 +356,9 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         int[] sg = scratch.sumGreen;
         int[] sb = scratch.sumBlue;
         for (int oy = from; oy < to; oy++) {
-            java.util.Arrays.fill(sr, 0, w, half);
-            java.util.Arrays.fill(sg, 0, w, half);
-            java.util.Arrays.fill(sb, 0, w, half);
+            Arrays.fill(sr, 0, w, half);
+            Arrays.fill(sg, 0, w, half);
+            Arrays.fill(sb, 0, w, half);
             int r0 = ys.first[oy] - rowFirst;
             for (int k = 0, n = ys.count[oy]; k < n; k++) {
                 int wk = ys.weights[oy * ys.taps + k];
