@@ -87,6 +87,18 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     }
 
     /**
+     * This worker, dealing each sample to the device its position in the run names ({@code epoch *
+     * samplesPerEpoch + index} mod devices) rather than in turn: for devices served to processes
+     * outside the job. 0: in turn, as by default.
+     */
+    public AugmentOperator dealingBySample(long samplesPerEpoch) {
+        if (samplesPerEpoch != 0) {
+            dealBySample(samplesPerEpoch);
+        }
+        return this;
+    }
+
+    /**
      * This worker, sending a sample that crosses to another TaskManager in pieces of at most {@code
      * maxBytes} of its patch ({@link SampleChunks#MAX_BYTES} unless told; tests, whose samples are
      * small, give less).
@@ -191,7 +203,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
         if (p.isDone()) {
             timeout.finished(System.nanoTime() - start);
             fast.inc();
-            emit(new PreparedSample(task, SamplePath.FAST, cpu, p.result(), nextDevice()));
+            emit(new PreparedSample(task, SamplePath.FAST, cpu, p.result(), nextDevice(task)));
         } else {
             timeout.cutOff();
             slow.inc();

@@ -74,6 +74,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     private final boolean scheduled;
     private boolean skipBadSamples;
     private int pieceBytes = SampleChunks.MAX_BYTES;
+    private long dealtBySample; // 0: in turn; else samples per epoch (see DeviceDealer)
 
     private transient MailboxExecutor mailbox;
     private transient WorkerScheduler scheduler;
@@ -124,6 +125,18 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
         this.pieceBytes = maxBytes;
     }
 
+    /**
+     * Deals each finished sample to the device its position in the run names, epochs of {@code
+     * samplesPerEpoch} samples, instead of in turn ({@link DeviceDealer#bySample}).
+     */
+    final void dealBySample(long samplesPerEpoch) {
+        if (samplesPerEpoch < 1) {
+            throw new IllegalArgumentException(
+                    "samples per epoch must be >= 1: " + samplesPerEpoch);
+        }
+        this.dealtBySample = samplesPerEpoch;
+    }
+
     @Override
     public void initializeState(StateInitializationContext context) throws Exception {
         super.initializeState(context);
@@ -144,7 +157,10 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     public void open() throws Exception {
         super.open();
         var task = getRuntimeContext().getTaskInfo();
-        dealer = new DeviceDealer(devices, task.getIndexOfThisSubtask());
+        dealer =
+                dealtBySample > 0
+                        ? DeviceDealer.bySample(devices, dealtBySample)
+                        : DeviceDealer.inTurn(devices, task.getIndexOfThisSubtask());
         handoff = SampleHandoff.jvm().reserve(SampleHandoff.PREFETCH_PER_WORKER);
         batchers =
                 Receivers.of(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER, devices)
@@ -239,9 +255,9 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
 
     abstract SampleTask taskOf(IN element);
 
-    /** The device the next sample this worker finishes goes to. */
-    final int nextDevice() {
-        return dealer.next();
+    /** The device that the sample of {@code task}, which this worker just finished, goes to. */
+    final int nextDevice(SampleTask task) {
+        return dealer.next(task);
     }
 
     /**

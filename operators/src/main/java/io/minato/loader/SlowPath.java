@@ -51,6 +51,18 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
     }
 
     /**
+     * This worker, dealing each sample to the device its position in the run names ({@code epoch *
+     * samplesPerEpoch + index} mod devices) rather than in turn: for devices served to processes
+     * outside the job. 0: in turn, as by default.
+     */
+    public SlowPath dealingBySample(long samplesPerEpoch) {
+        if (samplesPerEpoch != 0) {
+            dealBySample(samplesPerEpoch);
+        }
+        return this;
+    }
+
+    /**
      * This worker, sending a sample that crosses to another TaskManager in pieces of at most {@code
      * maxBytes} of its patch ({@link SampleChunks#MAX_BYTES} unless told; tests, whose samples are
      * small, give less).
@@ -152,6 +164,6 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
         }
         workload.checkUnchanged(task.caseIndex());
         finished.inc();
-        emit(new PreparedSample(task, SamplePath.SLOW, cpu, p.result(), nextDevice()));
+        emit(new PreparedSample(task, SamplePath.SLOW, cpu, p.result(), nextDevice(task)));
     }
 }

@@ -311,17 +311,37 @@ class LoaderOperatorsTest {
     void shouldDealReadySamplesToTheDevicesInTurnFromEachWorkersOwnStart() {
         for (int devices = 1; devices <= 4; devices++) {
             for (int worker = 0; worker < 6; worker++) {
-                DeviceDealer dealer = new DeviceDealer(devices, worker);
+                DeviceDealer dealer = DeviceDealer.inTurn(devices, worker);
                 int[] counts = new int[devices];
                 for (int i = 0; i < 10 * devices; i++) {
-                    int device = dealer.next();
+                    int device = dealer.next(new SampleTask(7, i % 3, i, 0));
                     assertThat(device).isEqualTo((worker + i) % devices);
                     counts[device]++;
                 }
                 assertThat(counts).containsOnly(10);
             }
         }
-        assertThatThrownBy(() -> new DeviceDealer(0, 0)).hasMessageContaining("devices >= 1");
+        assertThatThrownBy(() -> DeviceDealer.inTurn(0, 0)).hasMessageContaining("devices >= 1");
+    }
+
+    @Test
+    void shouldDealEachSampleByItsPositionInTheRunWhicheverWorkerFinishesIt() {
+        // Epochs of 5 samples over 3 devices: position epoch * 5 + index, mod 3.
+        DeviceDealer first = DeviceDealer.bySample(3, 5);
+        DeviceDealer second = DeviceDealer.bySample(3, 5);
+        int[] counts = new int[3];
+        for (int epoch = 0; epoch < 3; epoch++) {
+            for (long index = 4; index >= 0; index--) { // in any order
+                SampleTask task = new SampleTask(7, epoch, index, 0);
+                int device = first.next(task);
+                assertThat(device).isEqualTo((int) ((epoch * 5 + index) % 3));
+                assertThat(second.next(task)).isEqualTo(device);
+                counts[device]++;
+            }
+        }
+        assertThat(counts).containsOnly(5);
+        assertThatThrownBy(() -> DeviceDealer.bySample(2, 0))
+                .hasMessageContaining("samples per epoch must be >= 1");
     }
 
     @Test

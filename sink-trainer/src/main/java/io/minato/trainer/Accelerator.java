@@ -28,7 +28,26 @@ public interface Accelerator extends AutoCloseable {
         return train(batch);
     }
 
-    /** "simulated", "cpu" or "gpu": the report's {@code accelerator.kind}. */
+    /**
+     * Whether a step of this accelerator may wait for a long time without having changed its state
+     * ({@link #parked()}): a device served to a process outside the job waits for that process to
+     * ask. The writer then looks at {@link #parked()} while a checkpoint waits for the step.
+     */
+    default boolean mayPark() {
+        return false;
+    }
+
+    /**
+     * Whether the running step waits without having changed anything yet: a boundary at which a
+     * checkpoint may take the state, as if the step had not begun. Its batch is still queued then,
+     * and the accelerator must make sure that the batch, restored from that checkpoint, does not
+     * train twice should the step go on meanwhile.
+     */
+    default boolean parked() {
+        return false;
+    }
+
+    /** "simulated", "cpu", "gpu" or "served": the report's {@code accelerator.kind}. */
     String kind();
 
     /**

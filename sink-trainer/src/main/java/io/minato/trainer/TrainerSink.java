@@ -85,6 +85,14 @@ public final class TrainerSink implements Serializable {
         return outputDir;
     }
 
+    /**
+     * Whether each device must always get the same samples ({@link
+     * AcceleratorFactory#keepsSamplesPerDevice}): the loader then deals them by sample.
+     */
+    public boolean keepsSamplesPerDevice() {
+        return accelerator.keepsSamplesPerDevice();
+    }
+
     public int queueDepth() {
         return queueDepth;
     }

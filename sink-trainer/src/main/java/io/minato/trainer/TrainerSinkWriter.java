@@ -325,7 +325,10 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 member.cut(checkpointId); // every replica snapshots the same global step
             }
             // A step parked in the all-reduce has not touched the model: a boundary too.
-            while (failure == null && stepRunning && !(member != null && member.parked())) {
+            while (failure == null
+                    && stepRunning
+                    && !(member != null && member.parked())
+                    && !accelerator.parked()) {
                 awaitChange();
             }
             throwIfFailed();
@@ -613,9 +616,11 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 });
     }
 
-    /** Waits for a signal; polls while a replica group may change what is awaited. */
+    /**
+     * Waits for a signal; polls while a replica group or a parked step may change what is awaited.
+     */
     private void awaitChange() throws InterruptedException {
-        if (member == null) {
+        if (member == null && !accelerator.mayPark()) {
             changed.await();
         } else {
             changed.await(GROUP_POLL_MILLIS, TimeUnit.MILLISECONDS);
