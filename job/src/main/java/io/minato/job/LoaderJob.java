@@ -359,6 +359,13 @@ public final class LoaderJob {
     /** Adds the dataflow to the environment; the caller executes it. */
     public void build(StreamExecutionEnvironment env) {
         Settings s = settings;
+        if (sink.keepsSamplesPerDevice() && s.loader() != Loader.minato && s.devices() > 1) {
+            throw new IllegalArgumentException(
+                    "the "
+                            + s.loader()
+                            + " loader deals whole batches to the devices in turn: serving several"
+                            + " ranks takes the minato loader");
+        }
         if (trainingSlots == TrainingSlots.ON_GPUS) {
             // Every slot with a requirement of its own: a slot of unknown size would take its
             // share of every resource of its TaskManager, GPUs included (a TaskManager of 8 slots
@@ -404,6 +411,8 @@ public final class LoaderJob {
 
     private DataStream<Batch> minato(DataStream<SampleTask> tasks) {
         Settings s = settings;
+        // A device served to a process outside the job always gets the same samples.
+        long bySample = sink.keepsSamplesPerDevice() ? s.workload().size() : 0;
         DeviceKeys keys = new DeviceKeys(s.devices());
         SingleOutputStreamOperator<PreparedSample> fast =
                 tasks.transform(
@@ -417,7 +426,8 @@ public final class LoaderJob {
                                                         s.slowWorkers(),
                                                         s.scheduled())
                                                 .skippingBadSamples(s.skipBadSamples())
-                                                .sendingPiecesOf(pieceBytes)))
+                                                .sendingPiecesOf(pieceBytes)
+                                                .dealingBySample(bySample)))
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
@@ -432,7 +442,8 @@ public final class LoaderJob {
                                 paced(
                                         new SlowPath(s.workload(), s.devices(), s.scheduled())
                                                 .skippingBadSamples(s.skipBadSamples())
-                                                .sendingPiecesOf(pieceBytes)))
+                                                .sendingPiecesOf(pieceBytes)
+                                                .dealingBySample(bySample)))
                         .uid("slow-path")
                         .setParallelism(s.slowWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);

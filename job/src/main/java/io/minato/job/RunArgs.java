@@ -45,6 +45,8 @@ final class RunArgs {
                     "--queue-depth",
                     "--checkpoint-interval",
                     "--restart-attempts",
+                    "--serve-bind",
+                    "--serve-token-file",
                     "--case-cache",
                     "--no-case-cache",
                     "--cache-dir",

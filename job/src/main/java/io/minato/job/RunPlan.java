@@ -7,10 +7,14 @@ import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TrainingSettings;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.OptionalInt;
 import picocli.CommandLine.ParameterException;
 
@@ -48,6 +52,12 @@ final class RunPlan {
 
     /** The simulated accelerator; null: real. */
     final AcceleratorFactory simulated;
+
+    /** {@code --accelerator serve}: where the devices serve PyTorch processes; null: not served. */
+    final Serving serving;
+
+    /** Where the devices listen and what a training process must present. */
+    record Serving(String bind, int port, String token) {}
 
     final int restPort;
     final Integer metricsPort;
@@ -98,7 +108,18 @@ final class RunPlan {
         timeout = TimeoutPolicy.parse(o.timeout);
         DataOptions data = o.data;
         data.workload.check(data);
-        if (o.accelerator.equals("real")) {
+        Serving serve = serving(o);
+        if (serve != null) {
+            if (o.loader != LoaderJob.Loader.minato && dev.devices().size() > 1) {
+                throw new IllegalArgumentException(
+                        "--loader "
+                                + o.loader
+                                + " deals whole batches in turn: serving several ranks takes"
+                                + " --loader minato");
+            }
+            optimizer = null;
+            simulated = null;
+        } else if (o.accelerator.equals("real")) {
             if (!dev.fromFlink()) {
                 dev = withTorchDevices(dev, err);
             }
@@ -111,6 +132,7 @@ final class RunPlan {
             optimizer = null;
             simulated = SimulatedAccelerator.parse(o.accelerator);
         }
+        serving = serve;
         devices = dev;
         int rest = o.restPort;
         if (o.webUi && embedded) {
@@ -128,6 +150,59 @@ final class RunPlan {
             OutputPaths.requireWritableFile("--trace", o.trace);
         }
         detached = !embedded && FlinkSetup.detached();
+    }
+
+    /** {@code --accelerator serve[:PORT]} and its options; null for another accelerator. */
+    private static Serving serving(TrainCommand o) {
+        String a = o.accelerator;
+        if (!a.equals("serve") && !a.startsWith("serve:")) {
+            if (o.serveTokenFile != null || !o.serveBind.equals("127.0.0.1")) {
+                throw new IllegalArgumentException(
+                        "--serve-bind and --serve-token-file go with --accelerator serve");
+            }
+            return null;
+        }
+        int port = 0;
+        if (a.startsWith("serve:")) {
+            try {
+                port = Integer.parseInt(a.substring("serve:".length()));
+            } catch (NumberFormatException e) {
+                port = -1;
+            }
+            if (port < 1 || port > 65535) {
+                throw new IllegalArgumentException(
+                        "bad accelerator '" + a + "': expected serve or serve:PORT, PORT 1-65535");
+            }
+        }
+        String token = null;
+        if (o.serveTokenFile != null) {
+            try {
+                List<String> lines = Files.readAllLines(o.serveTokenFile);
+                token = lines.isEmpty() ? "" : lines.get(0).strip();
+            } catch (IOException e) {
+                throw new IllegalArgumentException(
+                        "--serve-token-file " + o.serveTokenFile + ": cannot read it: " + e);
+            }
+            if (token.isEmpty()) {
+                throw new IllegalArgumentException(
+                        "--serve-token-file " + o.serveTokenFile + ": the first line is empty");
+            }
+        }
+        InetAddress bind;
+        try {
+            bind = InetAddress.getByName(o.serveBind);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(
+                    "--serve-bind " + o.serveBind + ": not an address of this host");
+        }
+        if (!bind.isLoopbackAddress() && token == null) {
+            throw new IllegalArgumentException(
+                    "--serve-bind "
+                            + o.serveBind
+                            + " serves other hosts: give --serve-token-file, whose token every"
+                            + " training process must present");
+        }
+        return new Serving(o.serveBind, port, token);
     }
 
     /** Checks the options; a problem is a usage error of {@code o}'s command line. */

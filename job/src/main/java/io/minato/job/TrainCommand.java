@@ -101,10 +101,30 @@ public final class TrainCommand implements Callable<Integer> {
 
     @Option(
             names = "--accelerator",
-            paramLabel = "real|simulated:MS",
+            paramLabel = "real|simulated:MS|serve[:PORT]",
             description =
-                    "Real DJL training, or a step that sleeps MS ms and uses no CPU (default: ${DEFAULT-VALUE}).")
+                    "Real DJL training; a step that sleeps MS ms and uses no CPU; or serve each"
+                            + " device's batches to rank r of a PyTorch training script (the"
+                            + " python/ package), device r on PORT + r (no PORT: any free port,"
+                            + " written to RUN_DIR/serving/rank-r.json). Default: ${DEFAULT-VALUE}.")
     String accelerator = "real";
+
+    @Option(
+            names = "--serve-bind",
+            paramLabel = "ADDR",
+            description =
+                    "With --accelerator serve: the address the devices listen on (default:"
+                            + " ${DEFAULT-VALUE}, this host only; another needs"
+                            + " --serve-token-file).")
+    String serveBind = "127.0.0.1";
+
+    @Option(
+            names = "--serve-token-file",
+            paramLabel = "FILE",
+            description =
+                    "With --accelerator serve: a file whose first line is the token a training"
+                            + " process must present; processes without it are refused.")
+    Path serveTokenFile;
 
     @Option(
             names = "--queue-depth",

@@ -12,6 +12,7 @@ import io.minato.trainer.Savepoints;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
 import io.minato.trainer.TrainingSettings;
+import io.minato.trainer.serve.ServingAccelerator;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -54,9 +55,20 @@ final class TrainingRun {
                         ? null
                         : plan.optimizer.withNetwork(set.network(o.model.width()));
         accelerator =
-                optimizer != null
-                        ? new DjlAccelerator.Factory(optimizer, plan.devices.names())
-                        : plan.simulated;
+                plan.serving != null
+                        ? new ServingAccelerator.Factory(
+                                plan.serving.bind(),
+                                plan.serving.port(),
+                                plan.serving.token(),
+                                run.toAbsolutePath().toString(),
+                                new SampleRecipe(set.workload()),
+                                o.data.seed,
+                                set.workload().size(),
+                                o.epochs,
+                                o.batch.batch())
+                        : optimizer != null
+                                ? new DjlAccelerator.Factory(optimizer, plan.devices.names())
+                                : plan.simulated;
         report =
                 new ReportAssembly(
                         configuration(optimizer), set.dir(), plan.timeout, set.remembers());

@@ -1,0 +1,303 @@
+"""The training process's side of a minato-flink serving job: a DataLoader-like iterator."""
+
+import json
+import mmap
+import os
+import secrets
+import socket
+import struct
+import time
+
+import numpy as np
+import torch
+
+from .consumed import ConsumedSet
+
+PROTOCOL_VERSION = 1
+_SHM = "/dev/shm"
+_DTYPES = {"float32": (np.float32, torch.float32), "uint8": (np.uint8, torch.uint8),
+           "int32": (np.int32, torch.int32)}
+
+
+class LoaderError(RuntimeError):
+    """The job refused this process, broke the protocol, or could not be reached: one line."""
+
+
+class Batch:
+    """One training step's samples.
+
+    image: float32, (B, 1, D, H, W) for volumes, (B, C, H, W) for images.
+    label: uint8 of the image's shape for volumes; int64 (B,) classes for images.
+    samples: int64 (B, 2), each sample's (epoch, index). cases, paths: the source of each sample
+    and whether it took the fast or the slow path. step: this rank's step, from 0.
+    """
+
+    __slots__ = ("image", "label", "samples", "cases", "paths", "step")
+
+    def __init__(self, image, label, samples, cases, paths, step):
+        self.image, self.label, self.samples = image, label, samples
+        self.cases, self.paths, self.step = cases, paths, step
+
+    def __len__(self):
+        return self.image.shape[0]
+
+    def to(self, device, non_blocking=True):
+        """(image, label) on `device`; from pinned memory the copies do not block the host."""
+        return (self.image.to(device, non_blocking=non_blocking),
+                self.label.to(device, non_blocking=non_blocking))
+
+
+class _Connection:
+    def __init__(self, host, port, timeout):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.settimeout(None)
+        self.maps = {}
+
+    def send(self, header):
+        body = json.dumps(header, separators=(",", ":")).encode()
+        self.sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def _exactly(self, n, into=None):
+        view = memoryview(into).cast("B") if into is not None else memoryview(bytearray(n))
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise ConnectionError("the job closed the connection")
+            got += k
+        return view
+
+    def receive(self):
+        (n,) = struct.unpack(">I", self._exactly(4))
+        if n < 2 or n > 64 << 20:
+            raise LoaderError(f"a frame of {n} bytes: not a minato-flink job")
+        return json.loads(bytes(self._exactly(n)))
+
+    def read_into(self, array):
+        self._exactly(array.nbytes, array)
+
+    def slot(self, path, nbytes):
+        held = self.maps.get(path)
+        if held is None or len(held) < nbytes:
+            if held is not None:
+                held.close()
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                held = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+            finally:
+                os.close(fd)
+            self.maps[path] = held
+        return held
+
+    def close(self):
+        for m in self.maps.values():
+            m.close()
+        self.maps.clear()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class MinatoLoader:
+    """Iterates over this rank's batches from a minato-flink job, in place of a DataLoader.
+
+    endpoint: "host:port" of this rank's device queue, or run_dir: the job's run directory, whose
+    serving/rank-R.json names it (and names it anew after the job restarts).
+    rank: this process's rank (default: torchrun's RANK, else 0). prefetch: batches the job may
+    send ahead. token: the job's shared token, when it serves other hosts (default:
+    MINATO_TOKEN). pin_memory: copy batches into pinned memory (default: when CUDA is there).
+    reconnect_s: how long to wait for a job that went away (it restores in seconds) before giving up.
+
+    Iterating yields the whole run, all epochs, as the job batches it; state_dict() says which
+    samples the batches yielded so far held, and a loader given it with load_state_dict() gets
+    exactly the rest."""
+
+    def __init__(self, endpoint=None, *, run_dir=None, rank=None, prefetch=2, token=None,
+                 pin_memory=None, reconnect_s=120.0, connect_timeout_s=120.0, job=None):
+        if (endpoint is None) == (run_dir is None):
+            raise ValueError("give either endpoint ('host:port') or run_dir")
+        self.rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
+        if not 1 <= prefetch <= 64:
+            raise ValueError(f"prefetch must be 1-64, not {prefetch}")
+        self.prefetch = prefetch
+        self._endpoint, self._run_dir = endpoint, run_dir
+        self._token = token if token is not None else os.environ.get("MINATO_TOKEN")
+        self._pin = torch.cuda.is_available() if pin_memory is None else bool(pin_memory)
+        self._reconnect_s, self._connect_timeout_s = reconnect_s, connect_timeout_s
+        self._consumed = ConsumedSet()
+        self._steps = 0
+        self._conn = None
+        self._welcome = None
+        self._ended = False
+        self._started = False
+        self._job = job  # an EmbeddedJob this loader stops when closed
+
+    # ---- DataLoader-like surface -------------------------------------------------------------
+
+    def __iter__(self):
+        self._started = True
+        while not self._ended:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            yield batch
+
+    def __len__(self):
+        """Steps of this rank in the whole run (known once connected)."""
+        w = self._welcome or self._connection_welcome()
+        return -(-w["samples"] // w["batch"])
+
+    def state_dict(self):
+        """What to save with the model: the samples of every batch yielded so far."""
+        return {"version": PROTOCOL_VERSION, "rank": self.rank, "steps": self._steps,
+                "consumed": self._consumed.to_wire()}
+
+    def load_state_dict(self, state):
+        """Resumes from a state_dict(): the job serves exactly the samples it does not name."""
+        if self._started or self._conn is not None:
+            raise LoaderError("load_state_dict() goes before the first batch")
+        if not isinstance(state, dict) or state.get("version") != PROTOCOL_VERSION:
+            raise LoaderError(f"not a minato-flink loader state (version {PROTOCOL_VERSION})")
+        if state.get("rank") != self.rank:
+            raise LoaderError(f"the state is rank {state.get('rank')}'s; this loader is rank {self.rank}")
+        try:
+            self._consumed = ConsumedSet.from_wire(state["consumed"])
+        except (KeyError, ValueError) as err:
+            raise LoaderError(f"bad loader state: {err}") from None
+        self._steps = int(state.get("steps", 0))
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._job is not None:
+            self._job.close()
+            self._job = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- the protocol ------------------------------------------------------------------------
+
+    def _connection_welcome(self):
+        if self._conn is None:
+            self._connect(self._connect_timeout_s)
+        return self._welcome
+
+    def _where(self):
+        if self._endpoint is not None:
+            host, _, port = self._endpoint.rpartition(":")
+            return host or "localhost", int(port)
+        path = os.path.join(self._run_dir, "serving", f"rank-{self.rank}.json")
+        try:
+            with open(path) as f:
+                e = json.load(f)
+            return e["host"], int(e["port"])
+        except FileNotFoundError:
+            raise ConnectionError(f"{path} does not exist yet") from None
+        except (ValueError, KeyError) as err:
+            raise ConnectionError(f"{path}: {err}") from None
+
+    def _connect(self, patience_s):
+        deadline = time.monotonic() + patience_s
+        last = None
+        while True:
+            if self._job is not None:
+                self._job.check()
+            try:
+                host, port = self._where()
+                self._handshake(host, port)
+                return
+            except (ConnectionError, OSError) as err:
+                last = err
+            if time.monotonic() > deadline:
+                where = self._endpoint or self._run_dir
+                raise LoaderError(f"rank {self.rank}: cannot reach the job at {where}: {last}")
+            time.sleep(0.2)
+
+    def _handshake(self, host, port):
+        conn = _Connection(host, port, timeout=10)
+        probe = None
+        try:
+            hello = {"type": "hello", "version": PROTOCOL_VERSION, "rank": self.rank,
+                     "prefetch": self.prefetch, "consumed": self._consumed.to_wire()}
+            if self._token is not None:
+                hello["token"] = self._token
+            if os.path.isdir(_SHM):
+                nonce = secrets.token_hex(16)
+                probe = os.path.join(_SHM, f"minato-probe-{nonce[:12]}")
+                with open(probe, "w") as f:
+                    f.write(nonce)
+                hello["shm_probe"] = {"path": probe, "nonce": nonce}
+            conn.send(hello)
+            w = conn.receive()
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            if probe is not None:
+                os.unlink(probe)
+        if w.get("type") == "refused":
+            conn.close()
+            raise LoaderError(f"rank {self.rank}: the job refused this process: {w.get('reason')}")
+        if w.get("type") != "welcome":
+            conn.close()
+            raise LoaderError(f"rank {self.rank}: expected a welcome, got {w.get('type')!r}")
+        conn.send({"type": "credit", "n": self.prefetch})
+        self._conn, self._welcome = conn, w
+
+    def _next_batch(self):
+        while True:
+            if self._conn is None:
+                self._connect(self._reconnect_s if self._steps or self._started else self._connect_timeout_s)
+            try:
+                m = self._conn.receive()
+                if m["type"] == "end":
+                    self._conn.send({"type": "done"})
+                    self._ended = True
+                    self.close_connection()
+                    return None
+                if m["type"] != "batch":
+                    raise LoaderError(f"rank {self.rank}: unexpected message {m['type']!r}")
+                batch = self._take(m)
+                self._conn.send({"type": "credit", "n": 1})
+            except (ConnectionError, OSError):
+                # The job went away (a failure it restores from, or it stopped): whatever it sent
+                # and this process did not yield comes again after reconnecting.
+                self.close_connection()
+                continue
+            for epoch, index in batch.samples.tolist():
+                self._consumed.add(epoch, index)
+            self._steps += 1
+            return batch
+
+    def close_connection(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _take(self, m):
+        img, lab = m["image"], m["label"]
+        img_np, img_t = _DTYPES[img["dtype"]]
+        lab_np, lab_t = _DTYPES[lab["dtype"]]
+        image = torch.empty(img["shape"], dtype=img_t, pin_memory=self._pin)
+        label = torch.empty(lab["shape"], dtype=lab_t, pin_memory=self._pin)
+        if "slot" in m:
+            src = self._conn.slot(self._welcome["slots"][m["slot"]], m["nbytes"])
+            n_img = image.numel()
+            np.copyto(image.numpy().reshape(-1), np.frombuffer(src, img_np, n_img, 0))
+            np.copyto(label.numpy().reshape(-1),
+                      np.frombuffer(src, lab_np, label.numel(), n_img * image.element_size()))
+        else:
+            self._conn.read_into(image.numpy())
+            self._conn.read_into(label.numpy())
+        if lab_t == torch.int32:
+            label = label.long()
+        ids = m["samples"]
+        samples = torch.tensor([[s[0], s[1]] for s in ids], dtype=torch.int64)
+        return Batch(image, label, samples, [s[2] for s in ids], [s[3] for s in ids], m["step"])

@@ -1,0 +1,20 @@
+"""The Python package's tests run the real job (scripts/run, or MINATO_LAUNCHER) on a tiny
+generated data set: small patches, a few cases, seconds per job."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("data") / "kits"
+    subprocess.run([os.path.join(REPO, "scripts", "run"), "generate", "--out", str(out),
+                    "--cases", "6", "--scale", "0.1", "--seed", "3"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return str(out)

@@ -1,0 +1,130 @@
+"""MinatoLoader against the real serving job: every (epoch, index) once, across a training
+process's crash and the job's own, and the refusals a user meets."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import torch
+
+from conftest import REPO
+from minato_flink import LoaderError, MinatoLoader, launch
+
+CASES = 6  # the dataset fixture's
+
+
+def run_samples(epochs, ranks=1):
+    total = epochs * CASES
+    return total - total % ranks
+
+
+def ids(batch):
+    return [tuple(s) for s in batch.samples.tolist()]
+
+
+def test_should_yield_every_sample_once_as_tensors_in_full_batches(dataset):
+    with launch(dataset, epochs=3, batch=4, patch=16, extra_args=["--eval-cases", "0"]) as loader:
+        seen, sizes = [], []
+        for batch in loader:
+            assert batch.image.dtype == torch.float32 and batch.image.shape[1:] == (1, 16, 16, 16)
+            assert batch.label.dtype == torch.uint8 and batch.label.shape == batch.image.shape
+            assert set(batch.paths) <= {"fast", "slow"}
+            assert int(batch.label.max()) <= 2
+            seen += ids(batch)
+            sizes.append(len(batch))
+        assert loader._job.wait(60) == 0
+    assert sorted(seen) == [(e, i) for e in range(3) for i in range(CASES)]
+    assert sizes[:-1] == [4] * (len(sizes) - 1) and len(sizes) == len(loader)
+
+
+def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(dataset, tmp_path):
+    run = str(tmp_path / "run")
+    first = launch(dataset, epochs=4, batch=2, patch=16, run_dir=run,
+                   extra_args=["--eval-cases", "0"])
+    job = first._job
+    first._job = None  # the job outlives this process's loader, as a restarted script finds it
+    before, state = [], None
+    for step, batch in enumerate(first):
+        before += ids(batch)
+        if step == 2:
+            state = first.state_dict()
+            kept = list(before)
+        if step == 4:
+            break  # two more batches trained, then the process "crashes" before its checkpoint
+    first.close()
+
+    second = MinatoLoader(run_dir=run, rank=0)
+    second.load_state_dict(state)
+    after = [s for batch in second for s in ids(batch)]
+    second.close()
+    assert job.wait(60) == 0
+    job.close()
+    trained = kept + after
+    assert sorted(trained) == [(e, i) for e in range(4) for i in range(CASES)]
+    assert set(before) - set(kept) <= set(after)  # the lost batches came again
+
+
+def test_should_refuse_a_second_process_for_the_same_rank(dataset):
+    with launch(dataset, epochs=2, batch=2, patch=16, extra_args=["--eval-cases", "0"]) as loader:
+        it = iter(loader)
+        next(it)
+        other = MinatoLoader(run_dir=loader._run_dir, rank=0, connect_timeout_s=10)
+        with pytest.raises(LoaderError, match="already served to the training process"):
+            next(iter(other))
+        rest = sum(1 for _ in it)
+        assert rest == len(loader) - 1
+
+
+def test_should_refuse_a_process_without_the_token(dataset, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    loader = launch(dataset, epochs=1, batch=2, patch=16,
+                    extra_args=["--eval-cases", "0", "--serve-token-file", str(token)])
+    job = loader._job
+    try:
+        intruder = MinatoLoader(run_dir=job.run_dir, rank=0, token="guess", connect_timeout_s=30)
+        with pytest.raises(LoaderError, match="wrong or missing token"):
+            next(iter(intruder))
+        good = MinatoLoader(run_dir=job.run_dir, rank=0, token="s3cret")
+        assert sum(len(b) for b in good) == run_samples(1)
+    finally:
+        loader.close()
+
+
+def test_should_stop_in_one_line_when_the_job_cannot_start(tmp_path):
+    with pytest.raises(LoaderError, match=r"the job stopped .*error: .*does-not-exist"):
+        loader = launch(str(tmp_path / "does-not-exist"), epochs=1, patch=16)
+        next(iter(loader))
+
+
+def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, tmp_path):
+    """kill -9 of the job process mid-run, then --resume: the process reconnects and the job
+    serves what its checkpoint and the process's consumed samples leave, nothing twice."""
+    run = str(tmp_path / "run")
+    loader = launch(dataset, epochs=40, batch=2, patch=16, run_dir=run, reconnect_s=180,
+                    extra_args=["--eval-cases", "0", "--checkpoint-interval", "200"])
+    job = loader._job
+    loader._job = None
+    seen = []
+    resumed = None
+    try:
+        for step, batch in enumerate(loader):
+            seen += ids(batch)
+            time.sleep(0.02)
+            if step == 30:
+                os.killpg(job._proc.pid, signal.SIGKILL)
+                job.wait(30)
+                log = open(run + ".resume.log", "wb")
+                resumed = subprocess.Popen(
+                    [os.path.join(REPO, "scripts", "run"), "train", "--resume", run,
+                     "--no-web-ui", "--progress-interval", "0"],
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        assert resumed is not None and resumed.wait(120) == 0
+    finally:
+        loader.close()
+        if resumed is not None and resumed.poll() is None:
+            os.killpg(resumed.pid, signal.SIGKILL)
+    assert len(seen) == len(set(seen))
+    assert sorted(seen) == [(e, i) for e in range(40) for i in range(CASES)]
