@@ -130,6 +130,20 @@ minato_cluster_archive_options() { minato_archive_options "$(minato_cluster_arch
 
 # Jars only: the JVM writes no class-data archive for a classpath with a non-empty folder on it
 # (the configuration in flink-conf/ is read by path, not as resources).
+# A python3 that imports torch and numpy (Debian's python3-torch installs for /usr/bin/python3,
+# and another python3 on the PATH may lack it).
+minato_torch_python() {
+  local p
+  for p in /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch, numpy' >/dev/null 2>&1; then
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "error: no python3 with torch and numpy (apt-get install python3-torch)" >&2
+  return 1
+}
+
 minato_classpath() {
   local root
   root="$(minato_root)"

@@ -57,8 +57,14 @@ class EmbeddedJob:
     def wait(self, timeout=None):
         return self._proc.wait(timeout)
 
-    def close(self, grace_s=30):
-        """Stops the job if it still runs (its run directory keeps what it wrote)."""
+    def close(self, finish_s=0, grace_s=30):
+        """Stops the job if it still runs after `finish_s` seconds (a job whose run ended writes
+        its report and exits by itself); its run directory keeps what it wrote."""
+        if finish_s > 0:
+            try:
+                self._proc.wait(finish_s)
+            except subprocess.TimeoutExpired:
+                pass
         if self._proc.poll() is None:
             try:
                 os.killpg(self._proc.pid, signal.SIGTERM)

@@ -173,7 +173,8 @@ class MinatoLoader:
             self._conn.close()
             self._conn = None
         if self._job is not None:
-            self._job.close()
+            # After the run's end the job writes its report and exits; otherwise stop it now.
+            self._job.close(finish_s=120 if self._ended else 0)
             self._job = None
 
     def __enter__(self):
