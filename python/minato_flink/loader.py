@@ -7,16 +7,15 @@ import secrets
 import socket
 import struct
 import time
+import warnings
 
-import numpy as np
 import torch
 
 from .consumed import ConsumedSet
 
 PROTOCOL_VERSION = 1
 _SHM = "/dev/shm"
-_DTYPES = {"float32": (np.float32, torch.float32), "uint8": (np.uint8, torch.uint8),
-           "int32": (np.int32, torch.int32)}
+_DTYPES = {"float32": torch.float32, "uint8": torch.uint8, "int32": torch.int32}
 
 
 class LoaderError(RuntimeError):
@@ -284,16 +283,19 @@ class MinatoLoader:
 
     def _take(self, m):
         img, lab = m["image"], m["label"]
-        img_np, img_t = _DTYPES[img["dtype"]]
-        lab_np, lab_t = _DTYPES[lab["dtype"]]
+        img_t, lab_t = _DTYPES[img["dtype"]], _DTYPES[lab["dtype"]]
         image = torch.empty(img["shape"], dtype=img_t, pin_memory=self._pin)
         label = torch.empty(lab["shape"], dtype=lab_t, pin_memory=self._pin)
         if "slot" in m:
             src = self._conn.slot(self._welcome["slots"][m["slot"]], m["nbytes"])
-            n_img = image.numel()
-            np.copyto(image.numpy().reshape(-1), np.frombuffer(src, img_np, n_img, 0))
-            np.copyto(label.numpy().reshape(-1),
-                      np.frombuffer(src, lab_np, label.numel(), n_img * image.element_size()))
+            with warnings.catch_warnings():  # the slot is read-only: it is only read here
+                warnings.simplefilter("ignore", UserWarning)
+                raw = torch.frombuffer(src, dtype=torch.uint8, count=m["nbytes"])
+            # torch's copy, not NumPy's: into a fresh tensor it measured 0.5 against 7.7 ms for
+            # 10 MiB (see docs/pytorch.md).
+            n_img = image.numel() * image.element_size()
+            image.view(-1).view(torch.uint8).copy_(raw[:n_img])
+            label.view(-1).view(torch.uint8).copy_(raw[n_img:n_img + label.numel() * label.element_size()])
         else:
             self._conn.read_into(image.numpy())
             self._conn.read_into(label.numpy())
