@@ -2,6 +2,7 @@
 process's crash and the job's own, and the refusals a user meets."""
 
 import os
+import pathlib
 import signal
 import subprocess
 import time
@@ -128,3 +129,31 @@ def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, t
             os.killpg(resumed.pid, signal.SIGKILL)
     assert len(seen) == len(set(seen))
     assert sorted(seen) == [(e, i) for e in range(40) for i in range(CASES)]
+
+
+def latest_checkpoint(run):
+    numbers = [int(p.name.split("-")[1]) for p in pathlib.Path(run).glob("**/chk-*")]
+    return max(numbers, default=-1)
+
+
+def test_should_go_on_checkpointing_while_no_process_is_connected(dataset, tmp_path):
+    run = str(tmp_path / "run")
+    loader = launch(dataset, epochs=200, batch=2, patch=16, run_dir=run,
+                    extra_args=["--eval-cases", "0", "--checkpoint-interval", "300"])
+    job = loader._job
+    loader._job = None
+    try:
+        it = iter(loader)
+        for _ in range(10):
+            next(it)
+        state = loader.state_dict()
+        loader.close_connection()  # the process is gone; its queue fills and waits
+        time.sleep(1.5)
+        before = latest_checkpoint(run)
+        time.sleep(5)
+        assert latest_checkpoint(run) >= before + 2
+        back = MinatoLoader(run_dir=run, rank=0)
+        back.load_state_dict(state)
+        assert sum(len(b) for b in back) == 200 * CASES - 20
+    finally:
+        job.close()

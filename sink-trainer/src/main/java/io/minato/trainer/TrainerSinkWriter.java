@@ -54,6 +54,9 @@ public final class TrainerSinkWriter implements AutoCloseable {
     /** How many queue depths the writer takes while the accelerator prepares. */
     static final int PREPARING_DEPTHS = 4;
 
+    /** How long a write waits for a parked step before it takes the batch beyond the depth. */
+    static final long PARKED_TAKE_NANOS = TimeUnit.SECONDS.toNanos(1);
+
     private final int device;
     private final int devices;
     private final String groupId;
@@ -66,6 +69,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private boolean prepared; // the accelerator is ready for its first step (guarded by lock)
     private long taken; // batches the worker took off the queue (guarded by lock)
     private final Accelerator accelerator;
+    private final SampleRecipe recipe; // null: every sample must arrive with its patch
     private final SamplesPreparedAgain preparedAgain;
     private final DeviceOutputs outputs;
     private final Path outputDir; // null: no summary
@@ -144,6 +148,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         this.replicas = replicas;
         this.queueDepth = queueDepth;
         this.accelerator = accelerator;
+        this.recipe = recipe;
         this.outputDir = outputDir;
         this.counters = restored == null ? DeviceCounters.ZERO : restored.counters();
         if (restored != null) {
@@ -227,21 +232,53 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // write, which would hold the task, and a checkpoint's barrier with it, for the whole
             // backlog. It must drain before the input ends: the task trains what is queued then
             // inside endInput, where it takes no checkpoint.
+            // A step parked for long (a device served to a process that is not connected) would
+            // hold the task, and every checkpoint, until the process returns: once a second a
+            // batch is taken beyond the depth, as identities, so that the task reaches the
+            // barriers in its input. The workers prepare one batch a second for nothing
+            // meanwhile; the trainer prepares it again when its turn comes.
             long takenBefore = taken;
+            long parkedSince = -1;
+            boolean parkedTooLong = false;
             while (failure == null
                     && queue.size() >= (prepared ? queueDepth : queueDepth * PREPARING_DEPTHS)
                     && taken - takenBefore < 2
                     && !restoring.getAsBoolean()
                     && !(member != null && (member.cutPending() || member.othersStarving()))) {
+                if (accelerator.parked()) {
+                    long now = System.nanoTime();
+                    parkedSince = parkedSince < 0 ? now : parkedSince;
+                    if (now - parkedSince >= PARKED_TAKE_NANOS) {
+                        parkedTooLong = true;
+                        break;
+                    }
+                } else {
+                    parkedSince = -1;
+                }
                 awaitChange();
             }
             throwIfFailed();
+            if (parkedTooLong && recipe != null) {
+                batch = identitiesOf(batch);
+            }
             queue.addLast(batch);
             held = queue.size();
             changed.signalAll();
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The batch with its samples' identities only, their patches given back to the pool. */
+    private static Batch identitiesOf(Batch batch) {
+        List<PreparedSample> ids = new java.util.ArrayList<>(batch.samples().size());
+        for (PreparedSample s : batch.samples()) {
+            if (s.patch() != null) {
+                PatchPool.jvm().give(s.patch());
+            }
+            ids.add(s.withPatch(null));
+        }
+        return batch.withSamples(ids);
     }
 
     /**

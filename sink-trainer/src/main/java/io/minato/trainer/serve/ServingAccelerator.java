@@ -259,9 +259,11 @@ public final class ServingAccelerator implements Accelerator {
         return (long) t.epoch() * config.samplesPerEpoch + t.index() < usable;
     }
 
-    /** Waits, parked, until a process is connected and has asked for a batch (under the lock). */
+    /**
+     * Waits until a process is connected and has asked for a batch (under the lock); parked while
+     * no process is connected, when nothing says how long the wait will be.
+     */
     private void awaitCredit() throws InterruptedException, IOException {
-        parked = true;
         long since = System.nanoTime();
         long noticed = since;
         try {
@@ -269,7 +271,8 @@ public final class ServingAccelerator implements Accelerator {
                 if (closed) {
                     throw new InterruptedIOException("rank " + rank + " closed");
                 }
-                changed.await(1, TimeUnit.SECONDS);
+                parked = connection == null;
+                changed.await(connection == null ? 50 : 1000, TimeUnit.MILLISECONDS);
                 if (connection == null && System.nanoTime() - noticed > WAITING_NOTICE_NANOS) {
                     noticed = System.nanoTime();
                     LOG.info(
