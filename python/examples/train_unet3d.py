@@ -14,6 +14,7 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 
 import numpy as np
@@ -86,6 +87,30 @@ class KitsTrain(torch.utils.data.Dataset):
         return data["image"], data["label"], torch.tensor([idx, time.thread_time() - c0])
 
 
+class GpuSampler(threading.Thread):
+    """NVML's utilisation of the device every 200 ms while training (torch.cuda.utilization, which
+    needs pynvml); the mean is None without it."""
+
+    def __init__(self, dev):
+        super().__init__(daemon=True)
+        self.dev, self.samples, self.done = dev, [], threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.wait(0.2):
+            try:
+                self.samples.append(torch.cuda.utilization(self.dev))
+            except Exception:  # no pynvml: no figure rather than a wrong one
+                return
+
+    def stop(self):
+        self.done.set()
+        self.join(1)
+
+    def mean(self):
+        return round(sum(self.samples) / len(self.samples), 2) if self.samples else None
+
+
 def case_number(path):
     return str(int(os.path.basename(path).split("_")[1]))
 
@@ -137,16 +162,19 @@ def main(argv=None):
     np.random.seed(a.seed + rank)
     torch.manual_seed(a.seed)
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // ranks))
-    dev = torch.device(a.device, int(os.environ.get("LOCAL_RANK", "0")) if a.device == "cuda" else None) \
-        if a.device == "cuda" else torch.device("cpu")
+    cuda = a.device == "cuda"
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(dev)
     if ranks > 1:
-        torch.distributed.init_process_group("nccl" if a.device == "cuda" else "gloo")
+        torch.distributed.init_process_group("nccl" if cuda else "gloo")
     model = opt = loss_fn = None
     if a.step_ms is None:
         from unet3d import DiceCELoss, Unet3D
         model = Unet3D(1, 3, normalization="instancenorm", activation="relu").to(dev)
         if ranks > 1:
-            model = torch.nn.parallel.DistributedDataParallel(model)
+            model = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[dev.index] if cuda else None)
         loss_fn = DiceCELoss(to_onehot_y=True, use_softmax=True, layout="NCDHW",
                              include_background=False)
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
@@ -163,6 +191,8 @@ def main(argv=None):
         batches = torch_batches(a, rank, ranks)
     trace = []
     losses = []
+    events = []
+    gpu = GpuSampler(dev) if cuda else None
     busy = wait = 0.0
     steps = samples = 0
     start = time.perf_counter()
@@ -172,6 +202,8 @@ def main(argv=None):
             try:
                 image, label, rows = next(batches)
             except StopIteration:
+                if cuda:
+                    torch.cuda.synchronize()
                 end = time.perf_counter()
                 break
             s0 = time.perf_counter()
@@ -179,16 +211,21 @@ def main(argv=None):
             if model is None:
                 time.sleep(a.step_ms / 1000)
             else:
+                if cuda:  # timed on the device: no host round trip a step
+                    events.append((torch.cuda.Event(enable_timing=True),
+                                   torch.cuda.Event(enable_timing=True)))
+                    events[-1][0].record()
                 image = image.to(dev, non_blocking=True)
                 label = label.to(dev, non_blocking=True)
                 loss = loss_fn(model(image), label)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                if cuda:
+                    events[-1][1].record()
                 losses.append(loss.detach())
-                if a.device == "cuda":
-                    torch.cuda.synchronize()
-            busy += time.perf_counter() - s0
+            if not cuda or model is None:
+                busy += time.perf_counter() - s0
             trace += [(e, i, c, rank, steps, p) for e, i, c, p in rows]
             steps += 1
             samples += len(rows)
@@ -196,6 +233,10 @@ def main(argv=None):
         for loader in holder:
             loader.close()
     wall = end - start
+    if gpu is not None:
+        gpu.stop()
+    if events:
+        busy = sum(e0.elapsed_time(e1) for e0, e1 in events) / 1e3
 
     report = {"loader": a.loader, "devices": ranks, "rank": rank, "batch": a.batch,
               "patch": a.patch, "epochs": a.epochs, "seed": a.seed, "workers": a.workers,
@@ -224,12 +265,9 @@ def main(argv=None):
     if report.get("prep_ms") and steps:
         report["bound_s"] = round(max(report["prep_ms"]["sum"] / 1e3 / os.cpu_count(),
                                       busy), 3)
-    if a.device == "cuda":
-        report["gpu"] = {"memory_peak_bytes": torch.cuda.max_memory_allocated(dev)}
-        try:
-            report["gpu"]["utilization_mean_percent"] = torch.cuda.utilization(dev)
-        except Exception:  # needs pynvml
-            report["gpu"]["utilization_mean_percent"] = None
+    if cuda:
+        report["gpu"] = {"devices": 1, "memory_peak_bytes": torch.cuda.max_memory_allocated(dev),
+                         "utilization_mean_percent": gpu.mean()}
     print(f"{a.loader} rank {rank}: {wall:.1f} s, {steps} steps, {samples} samples "
           f"({samples / wall:.1f}/s), busy {busy / wall:.0%}, waited {wait:.1f} s", file=sys.stderr)
     if a.report:
