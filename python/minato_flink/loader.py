@@ -1,6 +1,7 @@
 """The training process's side of a minato-flink serving job: a DataLoader-like iterator."""
 
 import json
+import logging
 import mmap
 import os
 import secrets
@@ -12,6 +13,8 @@ import warnings
 import torch
 
 from .consumed import ConsumedSet
+
+_LOG = logging.getLogger("minato_flink")
 
 PROTOCOL_VERSION = 1
 _SHM = "/dev/shm"
@@ -266,9 +269,11 @@ class MinatoLoader:
                     raise LoaderError(f"rank {self.rank}: unexpected message {m['type']!r}")
                 batch = self._take(m)
                 self._conn.send({"type": "credit", "n": 1})
-            except (ConnectionError, OSError):
+            except (ConnectionError, OSError) as err:
                 # The job went away (a failure it restores from, or it stopped): whatever it sent
                 # and this process did not yield comes again after reconnecting.
+                _LOG.warning("rank %d: lost the job (%s); reconnecting for up to %.0f s",
+                             self.rank, err, self._reconnect_s)
                 self.close_connection()
                 continue
             for epoch, index in batch.samples.tolist():

@@ -100,7 +100,7 @@ def test_should_stop_in_one_line_when_the_job_cannot_start(tmp_path):
         next(iter(loader))
 
 
-def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, tmp_path):
+def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, tmp_path, caplog):
     """kill -9 of the job process mid-run, then --resume: the process reconnects and the job
     serves what its checkpoint and the process's consumed samples leave, nothing twice."""
     run = str(tmp_path / "run")
@@ -129,6 +129,8 @@ def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, t
             os.killpg(resumed.pid, signal.SIGKILL)
     assert len(seen) == len(set(seen))
     assert sorted(seen) == [(e, i) for e in range(40) for i in range(CASES)]
+    lost = [r.getMessage() for r in caplog.records if "lost the job" in r.getMessage()]
+    assert lost and lost[0].startswith("rank 0: lost the job (")
 
 
 def latest_checkpoint(run):
