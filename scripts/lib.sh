@@ -42,19 +42,27 @@ minato_build_if_needed() {
     echo "building minato-flink (mvn install -DskipTests; log in target/build.log) ..." >&2
     mkdir -p "$root/target"
     # The build's output goes to a log, shown only when the build fails.
-    if ! (cd "$root" && mvn -B -ntp install -DskipTests \
-      && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=compile \
-        -Dmdep.outputFile=target/cp-compile.txt \
-      && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=runtime \
-        -Dmdep.outputFile=target/cp-runtime.txt) > "$root/target/build.log" 2>&1; then
+    if ! (cd "$root" && mvn -B -ntp install -DskipTests) > "$root/target/build.log" 2>&1 \
+      || ! minato_write_classpath >> "$root/target/build.log" 2>&1; then
       tail -n 40 "$root/target/build.log" >&2
       echo "error: the build failed; the whole log is in target/build.log" >&2
       return 1
     fi
-    { cat "$root/job/target/cp-compile.txt"; echo -n ":"; cat "$root/job/target/cp-runtime.txt"; } \
-      > "$root/job/target/run-classpath.txt"
   fi
   minato_class_archive
+}
+
+# Writes job/target/run-classpath.txt, the classpath scripts/run starts the job with, from the
+# modules installed by `mvn install` (scripts/test calls it after its own build).
+minato_write_classpath() {
+  local root
+  root="$(minato_root)"
+  (cd "$root" && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=compile \
+      -Dmdep.outputFile=target/cp-compile.txt \
+    && mvn -B -ntp -pl job dependency:build-classpath -DincludeScope=runtime \
+      -Dmdep.outputFile=target/cp-runtime.txt) || return 1
+  { cat "$root/job/target/cp-compile.txt"; echo -n ":"; cat "$root/job/target/cp-runtime.txt"; } \
+    > "$root/job/target/run-classpath.txt"
 }
 
 # Class-data sharing (AppCDS, for start-up): before its first sample a run loads, parses and
