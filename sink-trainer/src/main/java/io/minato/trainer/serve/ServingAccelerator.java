@@ -10,35 +10,24 @@ import io.minato.spi.Patch;
 import io.minato.trainer.Accelerator;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.StepResult;
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
+import io.minato.trainer.serve.RankEndpoint.Connection;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketException;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.security.MessageDigest;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -61,35 +50,26 @@ import org.slf4j.LoggerFactory;
  * B} samples but the last, and every rank the same number of samples: the last {@code E * N mod G}
  * samples of the run are left out.
  *
- * <p>Bytes cross once: into a slot file in shared memory on the same host (the process maps it and
- * copies the batch into its own tensors), or over the socket to another host. The device listens on
- * loopback unless told otherwise; another host needs the shared token.
+ * <p>Where the process connects, and how the bytes reach it, is the {@link RankEndpoint}'s.
  */
-public final class ServingAccelerator implements Accelerator {
+public final class ServingAccelerator implements Accelerator, RankEndpoint.Admission {
     private static final Logger LOG = LoggerFactory.getLogger(ServingAccelerator.class);
 
     /** The report's {@code accelerator.kind}. */
     public static final String KIND = "served";
 
-    /** The most batches a process may ask for ahead. */
-    static final int MAX_PREFETCH = 64;
-
-    private static final int HANDSHAKE_TIMEOUT_MS = 10_000;
     private static final long WAITING_NOTICE_NANOS = TimeUnit.SECONDS.toNanos(30);
-    private static final Path SHARED_MEMORY = Path.of("/dev/shm");
 
     private final int rank;
     private final int ranks;
     private final Factory config;
     private final long usable; // positions of the run this job serves, every rank the same count
-    private final ServerSocket server;
-    private final Path endpointFile; // null: no run dir
-    private final Thread acceptor;
     private final Map<Integer, int[]> orders = new HashMap<>();
+    private final RankEndpoint endpoint;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
-    // Guarded by lock.
+    // Guarded by lock, as are the connection's counters.
     private ServedSet served = new ServedSet();
     private final ServedSet pendingKeys = new ServedSet();
     private ArrayDeque<long[]> replay = new ArrayDeque<>();
@@ -106,98 +86,26 @@ public final class ServingAccelerator implements Accelerator {
         this.config = config;
         long run = config.epochs * config.samplesPerEpoch;
         this.usable = run - run % ranks;
-        InetAddress bind = InetAddress.getByName(config.bindAddress);
-        if (!bind.isLoopbackAddress() && config.token == null) {
-            throw new IllegalArgumentException(
-                    "serving on "
-                            + config.bindAddress
-                            + " takes a shared token (--serve-token-file): a process without"
-                            + " it would be refused anyway");
-        }
-        this.server = bind(bind, config.port == 0 ? 0 : config.port + rank);
-        this.endpointFile =
-                config.runDir == null
-                        ? null
-                        : Path.of(config.runDir)
-                                .resolve("serving")
-                                .resolve("rank-" + rank + ".json");
-        publishEndpoint();
-        acceptor = new Thread(this::accept, "serving-rank-" + rank);
-        acceptor.setDaemon(true);
-        acceptor.start();
-        LOG.info("Rank {} of {}: serving batches on {}", rank, ranks, endpoint());
+        this.endpoint =
+                new RankEndpoint(
+                        rank,
+                        ranks,
+                        config.bindAddress,
+                        config.port == 0 ? 0 : config.port + rank,
+                        config.token,
+                        config.runDir,
+                        Map.of("batch", config.batch),
+                        this);
+        LOG.info("Rank {} of {}: serving batches on {}", rank, ranks, endpoint.address());
     }
 
     /** The address a training process connects to. */
     public String endpoint() {
-        return host() + ":" + server.getLocalPort();
+        return endpoint.address();
     }
 
     public int port() {
-        return server.getLocalPort();
-    }
-
-    private String host() {
-        InetAddress a = server.getInetAddress();
-        if (a.isAnyLocalAddress()) {
-            try {
-                return InetAddress.getLocalHost().getHostName();
-            } catch (IOException e) {
-                return "localhost";
-            }
-        }
-        return a.getHostAddress();
-    }
-
-    /** A restarted job binds the same port again; its old socket may still be closing. */
-    private static ServerSocket bind(InetAddress address, int port) throws IOException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
-            ServerSocket s = new ServerSocket();
-            s.setReuseAddress(true);
-            try {
-                s.bind(new InetSocketAddress(address, port));
-                return s;
-            } catch (IOException e) {
-                s.close();
-                if (port == 0 || System.nanoTime() > deadline) {
-                    throw new IOException(
-                            "cannot serve on "
-                                    + address.getHostAddress()
-                                    + ":"
-                                    + port
-                                    + ": "
-                                    + e.getMessage(),
-                            e);
-                }
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    throw new InterruptedIOException("interrupted while binding port " + port);
-                }
-            }
-        }
-    }
-
-    private void publishEndpoint() throws IOException {
-        if (endpointFile == null) {
-            return;
-        }
-        Files.createDirectories(endpointFile.getParent());
-        Map<String, Object> e = new LinkedHashMap<>();
-        e.put("host", host());
-        e.put("port", server.getLocalPort());
-        e.put("rank", rank);
-        e.put("ranks", ranks);
-        e.put("batch", config.batch);
-        Path tmp = endpointFile.resolveSibling(endpointFile.getFileName() + ".tmp");
-        Files.write(tmp, Wire.encode(e));
-        Files.move(
-                tmp,
-                endpointFile,
-                StandardCopyOption.REPLACE_EXISTING,
-                StandardCopyOption.ATOMIC_MOVE);
+        return endpoint.port();
     }
 
     @Override
@@ -222,8 +130,7 @@ public final class ServingAccelerator implements Accelerator {
         try {
             awaitCredit();
             long waited = System.nanoTime() - start;
-            Set<PreparedSample> fresh =
-                    java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+            Set<PreparedSample> fresh = Collections.newSetFromMap(new IdentityHashMap<>());
             for (PreparedSample s : batch.samples()) {
                 SampleTask t = s.task();
                 if (!usable(t)
@@ -341,7 +248,7 @@ public final class ServingAccelerator implements Accelerator {
         return config.recipe.materialize(new Batch(rank, 0, samples)).samples();
     }
 
-    private void send(List<PreparedSample> samples) throws IOException {
+    private void send(List<PreparedSample> samples) {
         Connection c = connection;
         for (PreparedSample s : samples) {
             served.add(s.task().epoch(), s.task().index());
@@ -357,29 +264,12 @@ public final class ServingAccelerator implements Accelerator {
                             (long) t.epoch(),
                             t.index(),
                             config.recipe.workload().samples().traceName(t.caseIndex()),
-                            s.path().name().toLowerCase(java.util.Locale.ROOT)));
+                            s.path().name().toLowerCase(Locale.ROOT)));
         }
         header.put("samples", ids);
         header.putAll(BatchBytes.layout(samples));
         try {
-            if (c.slots != null) {
-                int slot = (int) (c.sent % c.slots.count());
-                c.slots.write(slot, samples);
-                header.put("slot", slot);
-                Wire.send(c.out, header);
-            } else {
-                Wire.send(c.out, header);
-                int bytes = Math.toIntExact(BatchBytes.bytes(samples));
-                if (c.buffer == null || c.buffer.capacity() < bytes) {
-                    c.buffer = ByteBuffer.allocate(bytes);
-                }
-                c.buffer.clear();
-                BatchBytes.put(samples, c.buffer);
-                c.out.write(c.buffer.array(), 0, bytes);
-            }
-            c.out.flush();
-            c.sent++;
-            c.credits--;
+            c.sendBatch(header, samples);
         } catch (IOException e) {
             // Served as far as this device knows; the process says what it has when it returns.
             lost(c, "sending a batch failed: " + e.getMessage());
@@ -406,12 +296,8 @@ public final class ServingAccelerator implements Accelerator {
                     break;
                 }
                 if (c != null && allSent && !c.endSent) {
-                    Map<String, Object> end = new LinkedHashMap<>();
-                    end.put("type", "end");
-                    end.put("steps", c.sent);
                     try {
-                        Wire.send(c.out, end);
-                        c.out.flush();
+                        c.send(Map.of("type", "end", "steps", c.sent));
                         c.endSent = true;
                     } catch (IOException e) {
                         lost(c, "sending the end failed: " + e.getMessage());
@@ -437,102 +323,21 @@ public final class ServingAccelerator implements Accelerator {
         }
     }
 
-    private void lost(Connection c, String why) {
-        if (connection == c) {
-            connection = null;
-            if (!c.done) {
-                LOG.warn(
-                        "Rank {}: the training process at {} disconnected ({}); what it had not"
-                                + " consumed is served again when it reconnects",
-                        rank,
-                        c.peer,
-                        why);
-            }
-            changed.signalAll();
-        }
-        c.close();
-    }
+    // ---- the endpoint's calls -------------------------------------------------------------------
 
-    private void accept() {
-        while (!server.isClosed()) {
-            Socket socket;
-            try {
-                socket = server.accept();
-            } catch (IOException e) {
-                if (!server.isClosed()) {
-                    LOG.warn("Rank {}: accepting a connection failed: {}", rank, e.toString());
-                }
-                continue;
-            }
-            try {
-                handshake(socket);
-            } catch (Exception e) {
-                LOG.warn(
-                        "Rank {}: refused {}: {}",
-                        rank,
-                        socket.getRemoteSocketAddress(),
-                        e.getMessage());
-                try {
-                    socket.close();
-                } catch (IOException ignored) {
-                    // refused either way
-                }
-            }
-        }
-    }
-
-    private void handshake(Socket socket) throws Exception {
-        socket.setSoTimeout(HANDSHAKE_TIMEOUT_MS);
-        socket.setTcpNoDelay(true);
-        DataInputStream in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-        DataOutputStream out =
-                new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 1 << 16));
-        String peer = String.valueOf(socket.getRemoteSocketAddress());
-        Map<String, Object> hello = Wire.receive(in);
-        String problem = problemWith(hello);
-        ServedSet given = new ServedSet();
-        if (problem == null) {
-            try {
-                Object c = hello.get("consumed");
-                given = c == null ? new ServedSet() : ServedSet.fromWire((Map<?, ?>) c);
-            } catch (ClassCastException | IllegalArgumentException e) {
-                problem = "bad consumed samples: " + e.getMessage();
-            }
-        }
-        ServedSet consumed = given;
-        int prefetch = problem == null ? (int) Wire.number(hello, "prefetch", 2) : 0;
-        if (problem == null && (prefetch < 1 || prefetch > MAX_PREFETCH)) {
-            problem = "prefetch must be 1-" + MAX_PREFETCH + ", not " + prefetch;
-        }
-        BatchBytes.Slots slots = null;
-        if (problem == null && sameHost(hello)) {
-            slots =
-                    new BatchBytes.Slots(
-                            SHARED_MEMORY,
-                            "minato-rank" + rank + "-" + UUID.randomUUID(),
-                            prefetch);
-        }
+    @Override
+    public String admit(Connection c, RankEndpoint.Hello hello)
+            throws IOException, InterruptedException {
         lock.lockInterruptibly();
         try {
-            if (problem == null && connection != null) {
-                problem =
-                        "rank "
-                                + rank
-                                + " is already served to the training process at "
-                                + connection.peer
-                                + "; one process reads one device queue";
+            if (connection != null) {
+                return "rank "
+                        + rank
+                        + " is already served to the training process at "
+                        + connection.peer
+                        + "; one process reads one device queue";
             }
-            if (problem != null) {
-                if (slots != null) {
-                    slots.close();
-                }
-                Wire.send(out, Map.of("type", "refused", "reason", problem));
-                out.flush();
-                socket.close();
-                LOG.warn("Rank {}: refused {}: {}", rank, peer, problem);
-                return;
-            }
-            Connection c = new Connection(socket, in, out, slots, peer);
+            ServedSet consumed = hello.consumed();
             // What this device served that the process lacks comes again; what the process has
             // that this device does not know (a job restored from an older checkpoint) never does.
             replay = new ArrayDeque<>(served.minus(consumed));
@@ -554,122 +359,80 @@ public final class ServingAccelerator implements Accelerator {
             welcome.put("samples", usable / ranks);
             welcome.put("consumed", consumed.size());
             welcome.put("replay", (long) replay.size());
-            welcome.put("mode", slots != null ? "shm" : "tcp");
-            if (slots != null) {
-                List<String> files = new ArrayList<>();
-                for (int k = 0; k < slots.count(); k++) {
-                    files.add(slots.file(k).toString());
-                }
-                welcome.put("slots", files);
+            welcome.put("mode", c.sharedMemory() ? "shm" : "tcp");
+            if (c.sharedMemory()) {
+                welcome.put("slots", c.slotFiles());
             }
-            Wire.send(out, welcome);
-            out.flush();
-            socket.setSoTimeout(0);
+            c.send(welcome);
             connection = c;
             takenAll = false;
             changed.signalAll();
             LOG.info(
-                    "Rank {}: training process at {} connected ({}, {} samples consumed, {} to serve again)",
+                    "Rank {}: training process at {} connected ({}, {} samples consumed, {} to serve"
+                            + " again)",
                     rank,
-                    peer,
-                    slots != null ? "shared memory" : "TCP",
+                    c.peer,
+                    c.sharedMemory() ? "shared memory" : "TCP",
                     consumed.size(),
                     replay.size());
-            Thread reader = new Thread(() -> read(c), "serving-rank-" + rank + "-reader");
-            reader.setDaemon(true);
-            reader.start();
+            return null;
         } finally {
             lock.unlock();
         }
     }
 
-    private String problemWith(Map<String, Object> hello) throws IOException {
-        if (!"hello".equals(hello.get("type"))) {
-            return "expected a hello, got " + hello.get("type");
-        }
-        long version = Wire.number(hello, "version", -1);
-        if (version != Wire.VERSION) {
-            return "protocol version " + version + ", this job speaks " + Wire.VERSION;
-        }
-        if (config.token != null) {
-            Object t = hello.get("token");
-            byte[] given = t instanceof String s ? s.getBytes(StandardCharsets.UTF_8) : new byte[0];
-            if (!MessageDigest.isEqual(given, config.token.getBytes(StandardCharsets.UTF_8))) {
-                return "wrong or missing token";
-            }
-        }
-        long r = Wire.number(hello, "rank", -1);
-        if (r != rank) {
-            return "this endpoint serves rank " + rank + " of " + ranks + ", not rank " + r;
-        }
-        return null;
-    }
-
-    /** Whether the process shares this host's shared memory: it wrote a nonce there for us. */
-    private static boolean sameHost(Map<String, Object> hello) {
-        if (!(hello.get("shm_probe") instanceof Map<?, ?> probe)
-                || !(probe.get("path") instanceof String path)
-                || !(probe.get("nonce") instanceof String nonce)) {
-            return false;
-        }
-        try {
-            Path p = Path.of(path).normalize();
-            if (!p.getParent().equals(SHARED_MEMORY) || Files.size(p) > 256) {
-                return false;
-            }
-            return new String(Files.readAllBytes(p), StandardCharsets.UTF_8).equals(nonce);
-        } catch (IOException | RuntimeException e) {
-            return false;
-        }
-    }
-
-    private void read(Connection c) {
-        String why = "closed";
-        try {
-            while (true) {
-                Map<String, Object> m = Wire.receive(c.in);
-                lock.lock();
-                try {
-                    switch (String.valueOf(m.get("type"))) {
-                        case "credit" -> {
-                            long n = Wire.number(m, "n", 1);
-                            if (n < 1
-                                    || c.credits + n
-                                            > (c.slots != null ? c.slots.count() : MAX_PREFETCH)) {
-                                throw new IOException(
-                                        "asked for " + n + " more batches, beyond its prefetch");
-                            }
-                            c.credits += (int) n;
-                        }
-                        case "done" -> {
-                            if (!c.endSent) {
-                                throw new IOException("said done before the end");
-                            }
-                            c.done = true;
-                            takenAll = true;
-                        }
-                        default -> throw new IOException("unexpected message " + m.get("type"));
-                    }
-                    changed.signalAll();
-                } finally {
-                    lock.unlock();
-                }
-            }
-        } catch (EOFException e) {
-            why = "it closed the connection";
-        } catch (SocketException e) {
-            why = e.getMessage();
-        } catch (IOException e) {
-            why = e.getMessage();
-            LOG.warn("Rank {}: {} broke the protocol: {}", rank, c.peer, why);
-        }
+    @Override
+    public void credit(Connection c, int n) throws IOException {
         lock.lock();
         try {
-            lost(c, why);
+            if (c.credits + n > c.prefetch) {
+                throw new IOException("asked for more batches than its prefetch of " + c.prefetch);
+            }
+            c.credits += n;
+            changed.signalAll();
         } finally {
             lock.unlock();
         }
     }
+
+    @Override
+    public void done(Connection c) throws IOException {
+        lock.lock();
+        try {
+            if (!c.endSent) {
+                throw new IOException("said done before the end");
+            }
+            c.done = true;
+            takenAll = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void lost(Connection c, String why) {
+        lock.lock();
+        try {
+            if (connection == c) {
+                connection = null;
+                if (!c.done) {
+                    LOG.warn(
+                            "Rank {}: the training process at {} disconnected ({}); what it had"
+                                    + " not consumed is served again when it reconnects",
+                            rank,
+                            c.peer,
+                            why);
+                }
+                changed.signalAll();
+            }
+        } finally {
+            lock.unlock();
+        }
+        c.close();
+    }
+
+    // ---- state ---------------------------------------------------------------------------------
 
     @Override
     public byte[] snapshot() throws Exception {
@@ -721,68 +484,20 @@ public final class ServingAccelerator implements Accelerator {
 
     @Override
     public void close() {
+        Connection c;
         lock.lock();
         try {
             closed = true;
-            if (connection != null) {
-                Connection c = connection;
-                connection = null;
-                c.close();
-            }
+            c = connection;
+            connection = null;
             changed.signalAll();
         } finally {
             lock.unlock();
         }
-        try {
-            server.close();
-        } catch (IOException ignored) {
-            // closing anyway
+        if (c != null) {
+            c.close();
         }
-        if (endpointFile != null) {
-            try {
-                Files.deleteIfExists(endpointFile);
-            } catch (IOException ignored) {
-                // a stale endpoint refuses connections, which the client reports
-            }
-        }
-    }
-
-    /** One training process's connection; its fields are guarded by the accelerator's lock. */
-    private static final class Connection {
-        final Socket socket;
-        final DataInputStream in;
-        final DataOutputStream out;
-        final BatchBytes.Slots slots; // null: bytes go over the socket
-        final String peer;
-        int credits;
-        long sent;
-        boolean done;
-        boolean endSent;
-        ByteBuffer buffer;
-
-        Connection(
-                Socket socket,
-                DataInputStream in,
-                DataOutputStream out,
-                BatchBytes.Slots slots,
-                String peer) {
-            this.socket = socket;
-            this.in = in;
-            this.out = out;
-            this.slots = slots;
-            this.peer = peer;
-        }
-
-        void close() {
-            try {
-                socket.close();
-            } catch (IOException ignored) {
-                // closed either way
-            }
-            if (slots != null) {
-                slots.close();
-            }
-        }
+        endpoint.close();
     }
 
     /**
