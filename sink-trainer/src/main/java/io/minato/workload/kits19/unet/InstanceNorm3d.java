@@ -3,9 +3,11 @@ package io.minato.workload.kits19.unet;
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.AbstractBlock;
 import ai.djl.nn.Parameter;
+import ai.djl.nn.norm.BatchNorm;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
@@ -13,6 +15,9 @@ import ai.djl.util.PairList;
 public final class InstanceNorm3d extends AbstractBlock {
 
     private static final byte VERSION = 1;
+
+    /** DJL's momentum, the weight of the running statistics' old value: 1 leaves them unchanged. */
+    private static final float MOMENTUM = 1f;
 
     private final float eps;
     private final Parameter gamma;
@@ -67,15 +72,46 @@ public final class InstanceNorm3d extends AbstractBlock {
         long n = shape.get(0);
         long c = shape.get(1);
         Device device = x.getDevice();
-        // The PyTorch engine refuses mean over several axes, so flatten D*H*W into one axis.
-        NDArray flat = x.reshape(n, c, -1);
-        NDArray centred = flat.sub(flat.mean(new int[] {2}, true));
-        // Biased variance, as PyTorch's instance norm uses for normalising.
-        NDArray variance = centred.square().mean(new int[] {2}, true);
-        NDArray normalised = centred.div(variance.add(eps).sqrt());
-        NDArray g = parameterStore.getValue(gamma, device, training).reshape(1, c, 1);
-        NDArray b = parameterStore.getValue(beta, device, training).reshape(1, c, 1);
-        return new NDList(normalised.mul(g).add(b).reshape(shape));
+        if (shape.size() == n * c) {
+            return new NDList(oneVoxel(x, parameterStore, training));
+        }
+        NDManager manager = x.getManager();
+        // Instance norm is batch norm over (1, N*C, D, H, W) with the batch's own statistics:
+        // libtorch's fused kernel, which keeps only the input, the mean and the inverse deviation
+        // for the backward pass. Gamma and beta repeat once per sample.
+        NDArray g = parameterStore.getValue(gamma, device, training).tile(n);
+        NDArray b = parameterStore.getValue(beta, device, training).tile(n);
+        // It updates running statistics in place too; these are thrown away with the step.
+        NDArray runningMean = manager.zeros(new Shape(n * c), x.getDataType(), device);
+        NDArray runningVar = manager.ones(new Shape(n * c), x.getDataType(), device);
+        NDArray folded = x.reshape(1, n * c, shape.get(2), shape.get(3), shape.get(4));
+        NDArray y =
+                BatchNorm.batchNorm(folded, runningMean, runningVar, g, b, 1, MOMENTUM, eps, true)
+                        .singletonOrThrow();
+        NDArray out = y.reshape(shape);
+        folded.close();
+        y.close();
+        g.close();
+        b.close();
+        runningMean.close();
+        runningVar.close();
+        return new NDList(out);
+    }
+
+    /**
+     * A volume of one voxel (the bottleneck of a 32-voxel patch), which libtorch's batch norm
+     * refuses in training: each value is its own mean, so the output is beta, as PyTorch's formula
+     * gives with eps > 0, and the gradient reaches x through the same formula.
+     */
+    private NDArray oneVoxel(NDArray x, ParameterStore parameterStore, boolean training) {
+        Shape shape = x.getShape();
+        long c = shape.get(1);
+        Device device = x.getDevice();
+        NDArray centred = x.sub(x);
+        NDArray normalised = centred.div(Math.sqrt(eps));
+        NDArray g = parameterStore.getValue(gamma, device, training).reshape(1, c, 1, 1, 1);
+        NDArray b = parameterStore.getValue(beta, device, training).reshape(1, c, 1, 1, 1);
+        return normalised.mul(g).add(b);
     }
 
     /** Builder of {@link InstanceNorm3d}. */

@@ -79,6 +79,46 @@ class InstanceNorm3dTest {
         }
     }
 
+    @Test
+    void shouldGiveBetaAndNoInputGradientForAVolumeOfOneVoxel() {
+        Shape one = new Shape(N, C, 1, 1, 1);
+        Random random = new Random(5);
+        float[] x = scaledRandom(random, N * C);
+        float[] r = scaledRandom(random, N * C);
+        try (NDManager manager = NDManager.newBaseManager()) {
+            InstanceNorm3d norm = InstanceNorm3d.builder().build();
+            norm.setInitializer(new NormalInitializer(1f), Parameter.Type.GAMMA);
+            norm.setInitializer(new NormalInitializer(1f), Parameter.Type.BETA);
+            norm.initialize(manager, DataType.FLOAT32, one);
+            float[] beta = param(norm, "beta").getArray().toFloatArray();
+            NDArray input = manager.create(x, one);
+            input.setRequiresGradient(true);
+            float[] out;
+            try (GradientCollector gc = Engine.getInstance().newGradientCollector()) {
+                NDArray y =
+                        norm.forward(new ParameterStore(manager, false), new NDList(input), true)
+                                .singletonOrThrow();
+                assertThat(y.getShape()).isEqualTo(one);
+                out = y.toFloatArray();
+                gc.backward(y.mul(manager.create(r, one)).sum());
+            }
+            // Each value is its own mean: PyTorch's formula gives gamma * 0 + beta.
+            float[] expected = new float[N * C];
+            float[] dbeta = new float[C];
+            for (int i = 0; i < N * C; i++) {
+                expected[i] = beta[i % C];
+                dbeta[i % C] += r[i];
+            }
+            assertClose(out, expected, 1e-6);
+            assertClose(input.getGradient().toFloatArray(), new float[N * C], 1e-6);
+            assertClose(
+                    param(norm, "gamma").getArray().getGradient().toFloatArray(),
+                    new float[C],
+                    1e-6);
+            assertClose(param(norm, "beta").getArray().getGradient().toFloatArray(), dbeta, 1e-5);
+        }
+    }
+
     static InstanceNorm3d initialisedNorm(NDManager manager) {
         InstanceNorm3d norm = InstanceNorm3d.builder().build();
         // Non-trivial gamma and beta, so that the affine part is tested too.
