@@ -83,21 +83,30 @@ public final class ConvTranspose3d extends AbstractBlock {
         // With kernel == stride the output blocks do not overlap: each input voxel alone makes its
         // own 2x2x2 output block, so the whole layer is one matmul (deconvolution is not
         // implemented on the PyTorch engine in DJL 0.35.1).
-        NDArray voxels = x.transpose(0, 2, 3, 4, 1).reshape(n * d * h * w, cin);
-        NDArray blocks = voxels.matMul(wt.reshape(cin, filters * 8L));
+        NDArray channelsLast = x.transpose(0, 2, 3, 4, 1);
+        NDArray voxels = channelsLast.reshape(n * d * h * w, cin);
+        NDArray kernel = wt.reshape(cin, filters * 8L);
+        NDArray blocks = voxels.matMul(kernel);
         // (n, d, h, w, cout, a, b, c) -> (n, cout, d, a, h, b, w, c): output index 2d+a etc.
-        NDArray out =
-                blocks.reshape(n, d, h, w, filters, 2, 2, 2)
-                        .transpose(0, 4, 1, 5, 2, 6, 3, 7)
-                        .reshape(n, filters, 2 * d, 2 * h, 2 * w);
+        NDArray split = blocks.reshape(n, d, h, w, filters, 2, 2, 2);
+        NDArray interleaved = split.transpose(0, 4, 1, 5, 2, 6, 3, 7);
+        NDArray out = interleaved.reshape(n, filters, 2 * d, 2 * h, 2 * w);
+        // Intermediates close as soon as they are read: autograd keeps what backward needs.
+        closeAll(channelsLast, voxels, kernel, blocks, split, interleaved);
         if (includeBias) {
-            out =
-                    out.add(
-                            parameterStore
-                                    .getValue(bias, device, training)
-                                    .reshape(1, filters, 1, 1, 1));
+            NDArray b =
+                    parameterStore.getValue(bias, device, training).reshape(1, filters, 1, 1, 1);
+            NDArray unbiased = out;
+            out = unbiased.add(b);
+            closeAll(unbiased, b);
         }
         return new NDList(out);
+    }
+
+    private static void closeAll(NDArray... arrays) {
+        for (NDArray array : arrays) {
+            array.close();
+        }
     }
 
     private static long channelsOf(Shape shape) {

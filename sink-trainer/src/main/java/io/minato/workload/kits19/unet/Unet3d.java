@@ -147,19 +147,57 @@ public final class Unet3d extends AbstractBlock {
             boolean training,
             PairList<String, Object> params) {
         checkInputShape(inputs.singletonOrThrow().getShape());
-        NDList x = input.forward(parameterStore, inputs, training);
-        List<NDArray> skips = new ArrayList<>();
-        skips.add(x.head());
+        NDList x = forwardFreeing(input, parameterStore, inputs, training);
+        List<NDList> skips = new ArrayList<>();
+        skips.add(x);
         for (Block block : down) {
-            x = block.forward(parameterStore, x, training);
-            skips.add(x.head());
+            x = forwardFreeing(block, parameterStore, x, training);
+            skips.add(x);
         }
-        x = bottleneck.forward(parameterStore, x, training);
+        x = forwardFreeing(bottleneck, parameterStore, x, training);
         Collections.reverse(skips);
         for (int i = 0; i < up.size(); i++) {
-            x = up.get(i).forward(parameterStore, new NDList(x.head(), skips.get(i)), training);
+            NDList skip = skips.get(i);
+            NDList joined =
+                    up.get(i).forward(parameterStore, new NDList(x.head(), skip.head()), training);
+            x.close();
+            skip.close();
+            x = joined;
         }
-        return output.forward(parameterStore, x, training);
+        NDList logits = output.forward(parameterStore, x, training);
+        x.close();
+        return logits;
+    }
+
+    /**
+     * Runs {@code block} on {@code x} as its own forward pass would, and closes each intermediate
+     * output of a {@link SequentialBlock} as soon as the next layer has read it, not at the end of
+     * the step: the arrays that the backward pass needs, autograd holds by itself. {@code x} stays
+     * open; it is the caller's.
+     */
+    static NDList forwardFreeing(
+            Block block, ParameterStore parameterStore, NDList x, boolean training) {
+        if (!(block instanceof SequentialBlock)) {
+            return block.forward(parameterStore, x, training);
+        }
+        NDList current = x;
+        for (Block child : block.getChildren().values()) {
+            NDList next = forwardFreeing(child, parameterStore, current, training);
+            if (current != x) {
+                closeUnlessIn(current, next);
+            }
+            current = next;
+        }
+        return current;
+    }
+
+    /** Closes the arrays of {@code done} that {@code kept} does not hold too. */
+    static void closeUnlessIn(NDList done, NDList kept) {
+        for (NDArray array : done) {
+            if (kept.stream().noneMatch(k -> k == array)) {
+                array.close();
+            }
+        }
     }
 
     @Override

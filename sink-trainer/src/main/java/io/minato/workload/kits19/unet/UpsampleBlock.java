@@ -38,8 +38,12 @@ final class UpsampleBlock extends AbstractBlock {
         NDArray x = upsample.forward(parameterStore, new NDList(inputs.get(0)), training).head();
         // Up-sampled first, skip second: the reference's torch.cat((x, skip), dim=1).
         NDList joined = new NDList(x.concat(inputs.get(1), 1));
-        return conv2.forward(
-                parameterStore, conv1.forward(parameterStore, joined, training), training);
+        x.close();
+        NDList first = Unet3d.forwardFreeing(conv1, parameterStore, joined, training);
+        joined.close();
+        NDList second = Unet3d.forwardFreeing(conv2, parameterStore, first, training);
+        Unet3d.closeUnlessIn(first, second);
+        return second;
     }
 
     @Override

@@ -18,7 +18,10 @@ import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class Unet3dTest {
@@ -45,6 +48,45 @@ class Unet3dTest {
             assertThat(unet.getOutputShapes(new Shape[] {in})).containsExactly(y.getShape());
             assertThat(y.isNaN().any().getBoolean()).isFalse();
         }
+    }
+
+    @Test
+    void shouldLeaveNothingButTheLogitsOpenAfterATrainingForwardPass() {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            Unet3d unet = Unet3d.builder().optWidth(0.125).build();
+            // 64: the deepest level has 2^3 voxels, so every norm is libtorch's batch norm.
+            Shape in = new Shape(1, 1, 64, 64, 64);
+            unet.initialize(manager, DataType.FLOAT32, in);
+            Set<NDArray> parameters = openArrays(manager);
+            try (NDManager step = manager.newSubManager();
+                    GradientCollector gc = Engine.getInstance().newGradientCollector()) {
+                NDArray x = step.randomNormal(in);
+                NDArray y =
+                        unet.forward(new ParameterStore(step, false), new NDList(x), true)
+                                .singletonOrThrow();
+                // Intermediates were closed as soon as they were read...
+                assertThat(openArrays(step)).containsExactlyInAnyOrder(x, y);
+                // (a manager lists its children's arrays too)
+                Set<NDArray> left = openArrays(manager);
+                left.removeAll(parameters);
+                assertThat(left).containsExactlyInAnyOrder(x, y);
+                // ... and the backward pass still reaches the first layer.
+                gc.backward(y.mean());
+                NDArray first = unet.getParameters().get(0).getValue().getArray();
+                assertThat(first.getGradient().abs().sum().getFloat()).isPositive();
+            }
+        }
+    }
+
+    /** The arrays of a manager (and its children) that are still open. */
+    private static Set<NDArray> openArrays(NDManager manager) {
+        Set<NDArray> open = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (NDArray array : manager.getManagedArrays()) {
+            if (!array.isReleased()) {
+                open.add(array);
+            }
+        }
+        return open;
     }
 
     @Test
