@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.AbstractBlock;
 import ai.djl.nn.Parameter;
+import ai.djl.nn.convolutional.Conv3d;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
@@ -81,24 +82,34 @@ public final class ConvTranspose3d extends AbstractBlock {
         Device device = x.getDevice();
         NDArray wt = parameterStore.getValue(weight, device, training);
         // With kernel == stride the output blocks do not overlap: each input voxel alone makes its
-        // own 2x2x2 output block, so the whole layer is one matmul (deconvolution is not
-        // implemented on the PyTorch engine in DJL 0.35.1).
-        NDArray channelsLast = x.transpose(0, 2, 3, 4, 1);
-        NDArray voxels = channelsLast.reshape(n * d * h * w, cin);
-        NDArray kernel = wt.reshape(cin, filters * 8L);
-        NDArray blocks = voxels.matMul(kernel);
-        // (n, d, h, w, cout, a, b, c) -> (n, cout, d, a, h, b, w, c): output index 2d+a etc.
-        NDArray split = blocks.reshape(n, d, h, w, filters, 2, 2, 2);
-        NDArray interleaved = split.transpose(0, 4, 1, 5, 2, 6, 3, 7);
+        // own 2x2x2 output block. So the layer is a 1x1x1 convolution to Cout*8 channels, one per
+        // (output channel, offset in the block), followed by one copy that moves the offsets into
+        // place. libtorch has no transposed convolution that DJL 0.35.1 reaches; its 1x1x1 Conv3d
+        // reads the input where it is, where a matmul needs it transposed to channels-last first.
+        // Views of the parameters belong to the model's manager: closed here, not with the step.
+        NDArray rows = wt.reshape(cin, filters * 8L);
+        NDArray columns = rows.transpose();
+        NDArray kernel = columns.reshape(filters * 8L, cin, 1, 1, 1);
+        closeAll(rows, columns);
+        NDArray blockBias = null;
+        if (includeBias) {
+            NDArray perChannel =
+                    parameterStore.getValue(bias, device, training).reshape(filters, 1);
+            NDArray perBlock = perChannel.repeat(1, 8);
+            blockBias = perBlock.reshape(filters * 8L);
+            closeAll(perChannel, perBlock);
+        }
+        NDArray blocks =
+                (blockBias == null ? Conv3d.conv3d(x, kernel) : Conv3d.conv3d(x, kernel, blockBias))
+                        .singletonOrThrow();
+        // (n, cout, a, b, c, d, h, w) -> (n, cout, d, a, h, b, w, c): output index 2d+a etc.
+        NDArray split = blocks.reshape(n, filters, 2, 2, 2, d, h, w);
+        NDArray interleaved = split.transpose(0, 1, 5, 2, 6, 3, 7, 4);
         NDArray out = interleaved.reshape(n, filters, 2 * d, 2 * h, 2 * w);
         // Intermediates close as soon as they are read: autograd keeps what backward needs.
-        closeAll(channelsLast, voxels, kernel, blocks, split, interleaved);
-        if (includeBias) {
-            NDArray b =
-                    parameterStore.getValue(bias, device, training).reshape(1, filters, 1, 1, 1);
-            NDArray unbiased = out;
-            out = unbiased.add(b);
-            closeAll(unbiased, b);
+        closeAll(kernel, blocks, split, interleaved);
+        if (blockBias != null) {
+            blockBias.close();
         }
         return new NDList(out);
     }
