@@ -22,6 +22,14 @@ minato_utf8_locale() {
 }
 minato_utf8_locale
 
+# libtorch allocates its large CPU tensors (2 MiB and up) on transparent huge pages when
+# THP_MEM_ALLOC_ENABLE=1 (c10's allocator reads it once). A training step allocates and frees
+# hundreds of MB of activations; on 4 KiB pages the kernel faulted every page in again each time.
+# A step-time run of the 3D-UNet at patch 64 took 47 CPU seconds with it and 105-110 without
+# (docs/benchmarks.md). It needs the kernel's THP in "madvise" or "always" mode; any value already
+# in the environment wins.
+export THP_MEM_ALLOC_ENABLE="${THP_MEM_ALLOC_ENABLE:-1}"
+
 # Rebuilds (skipping tests) when the job jar is missing or older than any source or pom. The run
 # classpath: compile scope includes the Flink jars the job jar leaves to a cluster (provided);
 # runtime scope adds what only runs (log4j-core).
