@@ -66,9 +66,13 @@ public final class DiceCeLoss extends Loss {
         }
         NDArray intersection = prob.mul(target).sum(new int[] {2});
         NDArray denominator = target.sum(new int[] {2}).add(prob.sum(new int[] {2}));
-        NDArray dice = intersection.mul(2).add(SMOOTH).div(denominator.add(SMOOTH));
+        // No product or quotient with a Java number here: DJL makes such a scalar over a buffer
+        // that it frees at once, while autograd keeps the scalar to scale the gradient with. An
+        // addition keeps nothing; libtorch owns the memory of a full() array.
+        NDArray dice = intersection.add(intersection).add(SMOOTH).div(denominator.add(SMOOTH));
         NDArray diceLoss = dice.neg().add(1).mean();
-        return diceLoss.add(crossEntropy).div(2);
+        NDArray two = logits.getManager().full(new Shape(), 2f, DataType.FLOAT32);
+        return diceLoss.add(crossEntropy).div(two);
     }
 
     /**

@@ -76,9 +76,9 @@ public final class InstanceNorm3d extends AbstractBlock {
             return new NDList(oneVoxel(x, parameterStore, training));
         }
         NDManager manager = x.getManager();
-        // Instance norm is batch norm over (1, N*C, D, H, W) with the batch's own statistics:
-        // libtorch's fused kernel, which keeps only the input, the mean and the inverse deviation
-        // for the backward pass. Gamma and beta repeat once per sample.
+        // Instance norm is batch norm over (1, N*C, D, H, W) with the batch's own statistics, in
+        // evaluation too: libtorch's fused kernel, which keeps only the input, the mean and the
+        // inverse deviation for the backward pass. Gamma and beta repeat once per sample.
         NDArray g = parameterStore.getValue(gamma, device, training).tile(n);
         NDArray b = parameterStore.getValue(beta, device, training).tile(n);
         // It updates running statistics in place too; these are thrown away with the step.
@@ -99,19 +99,23 @@ public final class InstanceNorm3d extends AbstractBlock {
     }
 
     /**
-     * A volume of one voxel (the bottleneck of a 32-voxel patch), which libtorch's batch norm
-     * refuses in training: each value is its own mean, so the output is beta, as PyTorch's formula
-     * gives with eps > 0, and the gradient reaches x through the same formula.
+     * A volume of one voxel (the bottleneck of a patch of 32), which libtorch's batch norm refuses
+     * in training: each value is its own mean, so PyTorch's formula gives gamma * 0 + beta, and the
+     * gradient reaches x (as zero) through the centring alone. No scalar operand: DJL makes a
+     * scalar from a Java number over a buffer it frees at once, which autograd would read later.
      */
     private NDArray oneVoxel(NDArray x, ParameterStore parameterStore, boolean training) {
-        Shape shape = x.getShape();
-        long c = shape.get(1);
+        long c = x.getShape().get(1);
         Device device = x.getDevice();
         NDArray centred = x.sub(x);
-        NDArray normalised = centred.div(Math.sqrt(eps));
         NDArray g = parameterStore.getValue(gamma, device, training).reshape(1, c, 1, 1, 1);
         NDArray b = parameterStore.getValue(beta, device, training).reshape(1, c, 1, 1, 1);
-        return normalised.mul(g).add(b);
+        NDArray scaled = centred.mul(g);
+        NDArray out = scaled.add(b);
+        for (NDArray done : new NDArray[] {centred, g, b, scaled}) {
+            done.close();
+        }
+        return out;
     }
 
     /** Builder of {@link InstanceNorm3d}. */

@@ -15,7 +15,10 @@ import ai.djl.nn.Parameter;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.ParameterStore;
 import ai.djl.training.initializer.NormalInitializer;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -100,6 +103,8 @@ class InstanceNorm3dTest {
                                 .singletonOrThrow();
                 assertThat(y.getShape()).isEqualTo(one);
                 out = y.toFloatArray();
+                // Autograd must not read memory that Java has freed since the forward pass.
+                churnDirectMemory();
                 gc.backward(y.mul(manager.create(r, one)).sum());
             }
             // Each value is its own mean: PyTorch's formula gives gamma * 0 + beta.
@@ -117,6 +122,20 @@ class InstanceNorm3dTest {
                     1e-6);
             assertClose(param(norm, "beta").getArray().getGradient().toFloatArray(), dbeta, 1e-5);
         }
+    }
+
+    /** Frees unreachable direct buffers and fills the memory they held with other bytes. */
+    private static void churnDirectMemory() {
+        List<ByteBuffer> held = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            System.gc();
+            for (int i = 0; i < 20_000; i++) {
+                ByteBuffer b = ByteBuffer.allocateDirect(4);
+                b.putInt(0, 0x7f7f7f7f);
+                held.add(b);
+            }
+        }
+        assertThat(held).hasSize(60_000);
     }
 
     static InstanceNorm3d initialisedNorm(NDManager manager) {
