@@ -2,6 +2,7 @@ package io.minato.job;
 
 import io.minato.data.BadInputException;
 import io.minato.npy.NpyFormatException;
+import io.minato.trainer.RestartsRunOut;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -82,7 +83,8 @@ final class Failure {
             gpuShortage = originalMessage(t);
         }
         cancelled |= name.equals(CANCELLED);
-        restartsExhausted |= m.contains(RECOVERY_SUPPRESSED);
+        restartsExhausted |=
+                m.contains(RECOVERY_SUPPRESSED) || name.equals(RestartsRunOut.class.getName());
         checkpointMismatch |= m.contains(CHECKPOINT_MISMATCH);
         if (t instanceof java.net.ConnectException
                 && (connectionLost == null || (m.contains(":") && !connectionLost.contains(":")))) {
@@ -110,7 +112,10 @@ final class Failure {
         return badInput;
     }
 
-    /** Whether Flink gave up on the job: its restart strategy allowed no more restarts. */
+    /**
+     * Whether the job was given up: Flink's restart strategy allowed no more restarts, or it failed
+     * more often since its last completed checkpoint than {@code --restart-attempts} allows.
+     */
     boolean restartsExhausted() {
         return restartsExhausted;
     }

@@ -42,12 +42,43 @@ public final class FlinkSetup {
     }
 
     /**
+     * A checkpoint still pending after this many intervals fails, and the next one is triggered:
+     * Flink's own timeout is 10 minutes whatever the interval, and with one checkpoint at a time a
+     * stuck one holds back all others for that long.
+     */
+    static final int CHECKPOINT_TIMEOUT_INTERVALS = 3;
+
+    /** The least checkpoint timeout, for short intervals: a real model's state takes seconds. */
+    static final Duration MIN_CHECKPOINT_TIMEOUT = Duration.ofSeconds(10);
+
+    /**
+     * Failed checkpoints in a row (timed out, or failed to write) that the job goes on after; one
+     * more fails it over to its last checkpoint. Flink's default, 0, fails the job over on the
+     * first.
+     */
+    static final int TOLERABLE_FAILED_CHECKPOINTS = 3;
+
+    /**
+     * How long a checkpoint may be pending at the checkpoint interval {@code interval}: {@value
+     * #CHECKPOINT_TIMEOUT_INTERVALS} intervals, at least {@link #MIN_CHECKPOINT_TIMEOUT}.
+     */
+    static Duration checkpointTimeout(Duration interval) {
+        Duration t = interval.multipliedBy(CHECKPOINT_TIMEOUT_INTERVALS);
+        return t.compareTo(MIN_CHECKPOINT_TIMEOUT) < 0 ? MIN_CHECKPOINT_TIMEOUT : t;
+    }
+
+    /**
      * Settings every run of the job needs, on the embedded cluster and on a real one.
      *
-     * <p>Restarts: exponential delay (0.1 s, doubling to at most 2 s); a minute without a failure
-     * resets both the delay and the count, so failures far apart never exhaust a long run, while
-     * {@code restarts} failures in a row (none of them a minute after the last) stop it with the
-     * cause. 0: no restarts.
+     * <p>Checkpoints: every {@code checkpointInterval}, each failing when pending longer than
+     * {@link #checkpointTimeout}, {@value #TOLERABLE_FAILED_CHECKPOINTS} failed ones in a row
+     * tolerated.
+     *
+     * <p>Restarts: exponential delay (0.1 s, doubling to at most 2 s, back to 0.1 s after a minute
+     * without a failure). Flink's own count is unbounded: the trainers' coordinator counts the
+     * failures since the last completed checkpoint and stops the job with the cause past {@code
+     * restarts} of them (TrainerSink.Builder#optRestartsWithoutCheckpoint), so that a job that
+     * checkpoints between failures goes on, however often they come. 0: no restarts.
      */
     public static Configuration jobConfiguration(
             Path runDir, Duration checkpointInterval, int restarts) {
@@ -62,6 +93,12 @@ public final class FlinkSetup {
                 runDir.resolve("savepoints").toAbsolutePath().toUri().toString());
         c.put("execution.checkpointing.interval", checkpointInterval.toMillis() + " ms");
         c.put("execution.checkpointing.mode", "EXACTLY_ONCE");
+        c.put(
+                "execution.checkpointing.timeout",
+                checkpointTimeout(checkpointInterval).toMillis() + " ms");
+        c.put(
+                "execution.checkpointing.tolerable-failed-checkpoints",
+                Integer.toString(TOLERABLE_FAILED_CHECKPOINTS));
         // A killed, failed or cancelled run keeps its latest checkpoint: train --resume RUN_DIR
         // (or flink run -s) continues from it.
         c.put(
@@ -90,7 +127,7 @@ public final class FlinkSetup {
             c.put("restart-strategy.exponential-delay.reset-backoff-threshold", "1 min");
             c.put(
                     "restart-strategy.exponential-delay.attempts-before-reset-backoff",
-                    Integer.toString(restarts));
+                    Integer.toString(Integer.MAX_VALUE));
         } else {
             c.put("restart-strategy.type", "none");
         }

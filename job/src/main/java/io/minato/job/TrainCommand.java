@@ -151,17 +151,23 @@ public final class TrainCommand implements Callable<Integer> {
     @Option(
             names = "--checkpoint-interval",
             paramLabel = "MS",
-            description = "Checkpoint interval in milliseconds (default: ${DEFAULT-VALUE}).")
+            description =
+                    "Checkpoint interval in milliseconds; a checkpoint pending three intervals (at"
+                            + " least 10 s) fails and the next is taken, and three failed in a row"
+                            + " fail the job over to its last checkpoint (default:"
+                            + " ${DEFAULT-VALUE}).")
     long checkpointMillis = 2000;
 
     @Option(
             names = "--restart-attempts",
             paramLabel = "N",
             description =
-                    "Failures in a row the job recovers from (restarting after 0.1 s, doubling to"
-                            + " 2 s); a minute without one starts the count again, so failures far"
-                            + " apart never stop a long run; 0: none (default: ${DEFAULT-VALUE}).")
-    int restartAttempts = 3;
+                    "Failures since the last completed checkpoint the job recovers from"
+                            + " (restarting after 0.1 s, doubling to 2 s): a job that checkpoints"
+                            + " between failures goes on however often they come, while N + 1"
+                            + " without a checkpoint between them stop it; 0: none (default:"
+                            + " ${DEFAULT-VALUE}).")
+    int restartAttempts = TrainerSink.DEFAULT_RESTARTS_WITHOUT_CHECKPOINT;
 
     @Option(
             names = "--web-ui",

@@ -87,7 +87,8 @@ final class TrainingRun {
                         .optOutputDir(run.toAbsolutePath())
                         .optTraceDir(run.toAbsolutePath())
                         .optRecipe(new SampleRecipe(set.workload()))
-                        .optSkipBadSamples(skip);
+                        .optSkipBadSamples(skip)
+                        .optRestartsWithoutCheckpoint(o.restartAttempts);
         if (plan.detached) {
             sink.optOnRunEnd(new DetachedReport(report, o.report, o.trace, o.plots));
         }

@@ -717,7 +717,7 @@ class LoaderJobTest {
                         TimeoutPolicy.parse(timeout),
                         scheduled,
                         skipBadSamples);
-        TrainerSink sink = MiniClusterJobs.sink(accelerator, run, settings.workload());
+        TrainerSink sink = MiniClusterJobs.sink(accelerator, run, settings.workload(), restarts);
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(
                         FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), restarts));

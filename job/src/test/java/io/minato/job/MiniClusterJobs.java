@@ -47,11 +47,18 @@ final class MiniClusterJobs {
      * their outputs and traces in {@code run}.
      */
     static TrainerSink sink(AcceleratorFactory accelerator, Path run, Workload<?> workload) {
+        return sink(accelerator, run, workload, TrainerSink.DEFAULT_RESTARTS_WITHOUT_CHECKPOINT);
+    }
+
+    /** The same, recovering from {@code restarts} failures since the last checkpoint. */
+    static TrainerSink sink(
+            AcceleratorFactory accelerator, Path run, Workload<?> workload, int restarts) {
         return TrainerSink.builder()
                 .setAccelerator(accelerator)
                 .optOutputDir(run)
                 .optTraceDir(run)
                 .optRecipe(new SampleRecipe(workload))
+                .optRestartsWithoutCheckpoint(restarts)
                 .build();
     }
 

@@ -1,9 +1,12 @@
 package io.minato.trainer;
 
 import io.minato.loader.pacing.QueueCoordinator;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.operators.coordination.CoordinationRequest;
 import org.apache.flink.runtime.operators.coordination.CoordinationRequestHandler;
@@ -15,8 +18,10 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
  * The trainers' coordinator in the JobManager: their queue reports go to the job's worker
  * schedulers ({@link QueueCoordinator}), it is where the trainers of a run attempt meet ({@link
  * TrainerRendezvous}) and claim their TaskManagers' GPUs ({@link GpuClaims}), and after a restore
- * it asks for a checkpoint once they run ({@link CheckpointAfterRestore}). It holds nothing a
- * checkpoint needs: after a restore the trainers, a new attempt, meet again.
+ * it asks for a checkpoint once they run ({@link CheckpointAfterRestore}). It keeps the job's
+ * account of checkpoints and restores, and stops the job when it fails too often without
+ * checkpointing in between ({@link CheckpointLedger}). It holds nothing a checkpoint needs: after a
+ * restore the trainers, a new attempt, meet again.
  */
 final class TrainerCoordinator implements OperatorCoordinator, CoordinationRequestHandler {
     /** Attempts remembered: a few, for the requests of an attempt that is still ending. */
@@ -24,13 +29,23 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
 
     private final OperatorCoordinator queues;
     private final CheckpointAfterRestore afterRestore;
+    private final CheckpointLedger ledger;
+    private final Consumer<Throwable> failJob;
+    private volatile boolean started;
+    private volatile Throwable lastFailure;
     private final Map<String, CompletableFuture<TrainerRendezvous.Root>> roots = bounded();
     private final Map<String, TrainerRendezvous.Endings> ended = bounded();
     private final Map<String, GpuClaims> gpus = bounded();
 
-    TrainerCoordinator(OperatorCoordinator queues, CheckpointAfterRestore afterRestore) {
+    TrainerCoordinator(
+            OperatorCoordinator queues,
+            CheckpointAfterRestore afterRestore,
+            CheckpointLedger ledger,
+            Consumer<Throwable> failJob) {
         this.queues = queues;
         this.afterRestore = afterRestore;
+        this.ledger = ledger;
+        this.failJob = failJob;
     }
 
     @Override
@@ -75,6 +90,7 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     @Override
     public void start() throws Exception {
         queues.start();
+        started = true;
     }
 
     @Override
@@ -95,28 +111,54 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     @Override
     public void checkpointCoordinator(long checkpointId, CompletableFuture<byte[]> result)
             throws Exception {
+        ledger.started(checkpointId);
         queues.checkpointCoordinator(checkpointId, result);
     }
 
     @Override
     public void notifyCheckpointComplete(long checkpointId) {
+        ledger.completed(checkpointId);
         queues.notifyCheckpointComplete(checkpointId);
+    }
+
+    @Override
+    public void notifyCheckpointAborted(long checkpointId) {
+        ledger.aborted(checkpointId);
+        queues.notifyCheckpointAborted(checkpointId);
     }
 
     @Override
     public void resetToCheckpoint(long checkpointId, byte[] checkpointData) throws Exception {
         queues.resetToCheckpoint(checkpointId, checkpointData);
         afterRestore.resetAll();
+        // Before start: the job itself starts from a checkpoint (--resume), not a failure.
+        if (started) {
+            restored();
+        }
     }
 
     @Override
     public void subtaskReset(int subtask, long checkpointId) {
         queues.subtaskReset(subtask, checkpointId);
         afterRestore.reset(subtask);
+        // The trainers restart together (one replica group): one restore, counted at the first.
+        if (subtask == 0) {
+            restored();
+        }
+    }
+
+    private void restored() {
+        String tooMany = ledger.restored();
+        if (tooMany != null) {
+            failJob.accept(new SuppressRestartsException(new RestartsRunOut(tooMany, lastFailure)));
+        }
     }
 
     @Override
     public void executionAttemptFailed(int subtask, int attempt, Throwable reason) {
+        if (reason != null) {
+            lastFailure = reason;
+        }
         queues.executionAttemptFailed(subtask, attempt, reason);
     }
 
@@ -125,8 +167,13 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
         queues.executionAttemptReady(subtask, attempt, gateway);
     }
 
-    /** Makes the coordinator of the trainer operator {@code operator}. */
-    record Provider(OperatorID operator) implements OperatorCoordinator.Provider {
+    /**
+     * Makes the coordinator of the trainer operator {@code operator}, writing the checkpoints'
+     * account into {@code runDir} (null: nowhere), and stopping the job past {@code
+     * allowedRestores} restores since the last completed checkpoint.
+     */
+    record Provider(OperatorID operator, String runDir, int allowedRestores)
+            implements OperatorCoordinator.Provider {
         @Override
         public OperatorID getOperatorId() {
             return operator;
@@ -134,10 +181,18 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
 
         @Override
         public OperatorCoordinator create(Context context) throws Exception {
+            CheckpointLedger ledger =
+                    new CheckpointLedger(
+                            CheckpointLedger.timeoutOf(context::getCheckpointCoordinator),
+                            runDir == null ? null : Path.of(runDir),
+                            allowedRestores);
+            ledger.register(context.metricGroup());
             return new TrainerCoordinator(
                     new QueueCoordinator.Provider(operator).create(context),
                     new CheckpointAfterRestore(
-                            context::getCheckpointCoordinator, context::currentParallelism));
+                            context::getCheckpointCoordinator, context::currentParallelism),
+                    ledger,
+                    context::failJob);
         }
     }
 }

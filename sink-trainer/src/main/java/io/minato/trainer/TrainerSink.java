@@ -39,6 +39,15 @@ public final class TrainerSink implements Serializable {
      */
     public static final String PREPARED_AGAIN = "samplesPreparedAgain";
 
+    /**
+     * The account of the job's checkpoints and restores that its trainers' coordinator keeps in the
+     * output folder: completed, failed, timed_out, longest_pending_s, restores.
+     */
+    public static final String CHECKPOINTS_FILE = "checkpoints.json";
+
+    /** Failures since the last completed checkpoint a job recovers from, by default. */
+    public static final int DEFAULT_RESTARTS_WITHOUT_CHECKPOINT = 3;
+
     /** Batches a device's queue holds, the one in training included: double buffering. */
     public static final int DEFAULT_QUEUE_DEPTH = 2;
 
@@ -50,6 +59,7 @@ public final class TrainerSink implements Serializable {
     private final String traceDir;
     private final RunEnd runEnd; // null: none
     private final boolean skipBadSamples;
+    private final int restartsWithoutCheckpoint;
 
     /**
      * What to do once the run has ended: called with the output folder by the last device of a run
@@ -69,6 +79,7 @@ public final class TrainerSink implements Serializable {
         this.traceDir = b.traceDir == null ? null : b.traceDir.toString();
         this.runEnd = b.runEnd;
         this.skipBadSamples = b.skipBadSamples;
+        this.restartsWithoutCheckpoint = b.restartsWithoutCheckpoint;
     }
 
     public static Builder builder() {
@@ -116,7 +127,9 @@ public final class TrainerSink implements Serializable {
                 Types.VOID,
                 WithCoordinator.of(
                         new TrainerOperator(this),
-                        (name, id) -> new TrainerCoordinator.Provider(id)));
+                        (name, id) ->
+                                new TrainerCoordinator.Provider(
+                                        id, outputDir, restartsWithoutCheckpoint)));
     }
 
     /**
@@ -203,6 +216,7 @@ public final class TrainerSink implements Serializable {
         private SampleRecipe recipe;
         private RunEnd runEnd;
         private boolean skipBadSamples;
+        private int restartsWithoutCheckpoint = DEFAULT_RESTARTS_WITHOUT_CHECKPOINT;
 
         private Builder() {}
 
@@ -251,6 +265,20 @@ public final class TrainerSink implements Serializable {
          */
         public Builder optSkipBadSamples(boolean skip) {
             this.skipBadSamples = skip;
+            return this;
+        }
+
+        /**
+         * Failures since the job's last completed checkpoint it recovers from: one more stops it,
+         * with the last failure as the cause ({@link RestartsRunOut}); default {@value
+         * #DEFAULT_RESTARTS_WITHOUT_CHECKPOINT}. Flink's restart strategy decides the delays and
+         * may stop the job earlier.
+         */
+        public Builder optRestartsWithoutCheckpoint(int restarts) {
+            if (restarts < 0) {
+                throw new IllegalArgumentException("restarts must be >= 0: " + restarts);
+            }
+            this.restartsWithoutCheckpoint = restarts;
             return this;
         }
 

@@ -7,13 +7,64 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.apache.flink.runtime.operators.coordination.CoordinationResponse;
 import org.junit.jupiter.api.Test;
 
 class TrainerCoordinatorTest {
+    private final List<Throwable> failed = new ArrayList<>();
     private final TrainerCoordinator coordinator =
-            new TrainerCoordinator(new NoQueues(), new CheckpointAfterRestore(() -> null, () -> 1));
+            new TrainerCoordinator(
+                    new NoQueues(),
+                    new CheckpointAfterRestore(() -> null, () -> 1),
+                    new CheckpointLedger(() -> 0, null, 2),
+                    failed::add);
+
+    /**
+     * Failures far apart in time or close together count alike: what counts is whether the job
+     * completed a checkpoint between them. Two allowed here.
+     */
+    @Test
+    void shouldStopTheJobOnlyPastTheAllowedFailuresSinceTheLastCompletedCheckpoint()
+            throws Exception {
+        coordinator.start();
+        for (int kill = 0; kill < 5; kill++) {
+            // A failure, a restore, a checkpoint: progress every time.
+            coordinator.executionAttemptFailed(0, kill, new IllegalStateException("lost"));
+            coordinator.subtaskReset(0, kill);
+            coordinator.subtaskReset(1, kill);
+            coordinator.checkpointCoordinator(10 + kill, new CompletableFuture<>());
+            coordinator.notifyCheckpointComplete(10 + kill);
+        }
+        assertThat(failed).as("five failures, each followed by a checkpoint").isEmpty();
+        coordinator.subtaskReset(0, 14);
+        coordinator.resetToCheckpoint(14, new byte[0]);
+        assertThat(failed).as("two in a row without a checkpoint").isEmpty();
+        coordinator.executionAttemptFailed(0, 7, new IllegalStateException("lost again"));
+        coordinator.subtaskReset(0, 14);
+        assertThat(failed).hasSize(1);
+        assertThat(failed.get(0)).isInstanceOf(SuppressRestartsException.class);
+        assertThat(failed.get(0).getCause())
+                .isInstanceOf(RestartsRunOut.class)
+                .hasMessage(
+                        "3 failures since the last completed checkpoint (checkpoint 14), more than"
+                                + " the 2 allowed (--restart-attempts)")
+                .hasRootCauseMessage("lost again");
+    }
+
+    @Test
+    void shouldNotCountTheRestoreOfAJobStartedFromACheckpoint() throws Exception {
+        coordinator.resetToCheckpoint(3, new byte[0]); // before start: --resume
+        coordinator.start();
+        coordinator.subtaskReset(0, 3);
+        coordinator.subtaskReset(0, 3);
+        assertThat(failed).isEmpty();
+        coordinator.subtaskReset(0, 3);
+        assertThat(failed).hasSize(1);
+    }
 
     @Test
     void shouldAnswerWhereTheGroupIsOnceReplicaZeroSaidSoWhoeverAskedFirst() throws Exception {

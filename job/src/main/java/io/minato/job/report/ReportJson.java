@@ -124,6 +124,7 @@ final class ReportJson {
                 .append(o.crossed() == null ? "null" : o.crossed().inPieces())
                 .append("},\n");
         appendTaskManagers();
+        appendCheckpoints();
         appendMemory();
         b.append("  \"bound_s\": ").append(DeviceSummary.Json.number(r.boundSeconds)).append(",\n");
         appendEpochs();
@@ -253,6 +254,22 @@ final class ReportJson {
             return "null";
         }
         return DeviceSummary.Json.number((first - jvm) / 1000.0);
+    }
+
+    /** The job's checkpoints and restores as its trainers' coordinator counted them, or null. */
+    private void appendCheckpoints() {
+        RunReport.Checkpoints k = r.checkpoints;
+        b.append("  \"checkpoints\": ");
+        if (k == null) {
+            b.append("null,\n");
+            return;
+        }
+        b.append("{\"completed\": ").append(k.completed());
+        b.append(", \"failed\": ").append(k.failed());
+        b.append(", \"timed_out\": ").append(k.timedOut());
+        b.append(", \"longest_pending_s\": ")
+                .append(DeviceSummary.Json.number(k.longestPendingSeconds()));
+        b.append(", \"restores\": ").append(k.restores()).append("},\n");
     }
 
     /**

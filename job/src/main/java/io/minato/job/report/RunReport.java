@@ -236,16 +236,61 @@ public final class RunReport {
     final long samplesAtFirstEpochEnd;
     final long startMillis; // the first request, or a resumed run's first step
     final RunSampler.Memory memory; // null: not measured
+    final Checkpoints checkpoints; // null: the job wrote no account of them
+
+    /**
+     * The job's checkpoints as its trainers' coordinator counted them ({@code
+     * TrainerSink.CHECKPOINTS_FILE}): completed, failed, timed out (failed once pending for the
+     * whole checkpoint timeout), the longest any was pending, and the job's restores.
+     */
+    public record Checkpoints(
+            long completed,
+            long failed,
+            long timedOut,
+            double longestPendingSeconds,
+            long restores) {
+        /** The account in {@code runDir}; null when there is none. */
+        static Checkpoints read(Path runDir) throws IOException {
+            Path file = runDir.resolve(io.minato.trainer.TrainerSink.CHECKPOINTS_FILE);
+            if (!Files.exists(file)) {
+                return null;
+            }
+            if (!(io.minato.json.Json.parse(Files.readString(file, StandardCharsets.UTF_8))
+                    instanceof java.util.Map<?, ?> m)) {
+                throw new IOException(file + ": not a JSON object");
+            }
+            return new Checkpoints(
+                    count(m, "completed", file),
+                    count(m, "failed", file),
+                    count(m, "timed_out", file),
+                    number(m, "longest_pending_s", file).doubleValue(),
+                    count(m, "restores", file));
+        }
+
+        private static long count(java.util.Map<?, ?> m, String key, Path file) throws IOException {
+            return number(m, key, file).longValue();
+        }
+
+        private static Number number(java.util.Map<?, ?> m, String key, Path file)
+                throws IOException {
+            if (m.get(key) instanceof Number n) {
+                return n;
+            }
+            throw new IOException(file + ": no number \"" + key + "\"");
+        }
+    }
 
     private RunReport(
             Configuration config,
             Outcome outcome,
             Measurements measured,
             List<DeviceSummary> devices,
-            Distribution prep) {
+            Distribution prep,
+            Checkpoints checkpoints) {
         this.config = config;
         this.outcome = outcome;
         this.measured = measured;
+        this.checkpoints = checkpoints;
         acceleratorKind = devices.isEmpty() ? "none" : devices.get(0).accelerator();
         long lastEnd = 0;
         long maxSteps = 0;
@@ -357,7 +402,7 @@ public final class RunReport {
         for (double ms : TraceFiles.prepMillis(runDir)) {
             prep.add(ms);
         }
-        return new RunReport(config, outcome, measured, devices, prep);
+        return new RunReport(config, outcome, measured, devices, prep, Checkpoints.read(runDir));
     }
 
     /** Every input left out of the run: before it started, then while it ran. */

@@ -110,6 +110,29 @@ class RunReportTest {
         assertThat(report(1).toJson()).contains("\"utilization_mean_percent\": null,");
     }
 
+    /** The trainers' coordinator's account of the job's checkpoints, as the report gives it. */
+    @Test
+    void shouldGiveTheJobsCheckpointsTimedOutAndRestoresAndNullWithoutAnAccount()
+            throws IOException {
+        summary(0, null);
+        assertThat(report(1).toJson()).contains("  \"checkpoints\": null,\n");
+
+        java.nio.file.Files.writeString(
+                run.resolve(io.minato.trainer.TrainerSink.CHECKPOINTS_FILE),
+                "{\"completed\": 41, \"failed\": 3, \"timed_out\": 1,"
+                        + " \"longest_pending_s\": 10.004, \"restores\": 5}\n");
+        assertThat(report(1).toJson())
+                .contains(
+                        "  \"checkpoints\": {\"completed\": 41, \"failed\": 3, \"timed_out\": 1,"
+                                + " \"longest_pending_s\": 10.004, \"restores\": 5},\n");
+
+        java.nio.file.Files.writeString(
+                run.resolve(io.minato.trainer.TrainerSink.CHECKPOINTS_FILE), "{\"completed\": 1}");
+        assertThatThrownBy(() -> report(1))
+                .isInstanceOf(IOException.class)
+                .hasMessageEndingWith("checkpoints.json: no number \"failed\"");
+    }
+
     @Test
     void shouldReportNullGpuWhenNoDeviceHadAGpu() throws IOException {
         summary(0, null);
