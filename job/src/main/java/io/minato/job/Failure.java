@@ -25,6 +25,8 @@ final class Failure {
             "Cannot map checkpoint/savepoint state for operator";
     private static final String CANCELLED =
             "org.apache.flink.runtime.client.JobCancellationException";
+    private static final String JOB_FAILED =
+            "org.apache.flink.runtime.client.JobExecutionException";
 
     private String badInput;
     private boolean restartsExhausted;
@@ -34,6 +36,7 @@ final class Failure {
     private boolean checkpointMismatch;
     private String gpuShortage;
     private boolean cancelled;
+    private boolean jobFailed;
     private Throwable root;
 
     private Failure() {}
@@ -83,6 +86,7 @@ final class Failure {
             gpuShortage = originalMessage(t);
         }
         cancelled |= name.equals(CANCELLED);
+        jobFailed |= name.equals(JOB_FAILED);
         restartsExhausted |=
                 m.contains(RECOVERY_SUPPRESSED) || name.equals(RestartsRunOut.class.getName());
         checkpointMismatch |= m.contains(CHECKPOINT_MISMATCH);
@@ -238,23 +242,47 @@ final class Failure {
             return Main.EXIT_BAD_INPUT;
         }
         String log = System.getProperty(RunLog.PROPERTY);
-        if (f.restartsExhausted && log != null) {
-            // Failures in a row past --restart-attempts: what failed, in one line;
-            // the trace goes to the run's log (a logger outside io.minato: file only).
-            org.slf4j.LoggerFactory.getLogger("minato.failure")
-                    .error("the job failed, and no restart was left", e);
+        if (log != null && (f.restartsExhausted || f.jobFailed)) {
+            // A job that failed for good: what failed, in one line; the trace goes to the run's
+            // log, written here rather than through log4j, whose configuration under flink run
+            // (the client's) would print it on the console.
+            boolean kept = keepTrace(e, Path.of(log));
+            if (!kept) {
+                e.printStackTrace(err);
+            }
             err.println(
-                    "error: the job failed, and no restart was left"
-                            + " (--restart-attempts): "
+                    (f.restartsExhausted
+                                    ? "error: the job failed, and no restart was left"
+                                            + " (--restart-attempts): "
+                                    : "error: the job failed: ")
                             + f.rootCause()
-                            + "; the whole trace is in "
-                            + log);
+                            + (kept ? "; the whole trace is in " + log : ""));
             return 1;
         }
         // The trace helps whoever debugs; the last line says what happened.
         e.printStackTrace(err);
         err.println("error: " + f.rootCause());
         return 1;
+    }
+
+    /** Appends {@code e}'s stack trace to {@code log}; whether it could. */
+    private static boolean keepTrace(Exception e, Path log) {
+        java.io.StringWriter trace = new java.io.StringWriter();
+        try (PrintWriter w = new PrintWriter(trace)) {
+            w.println("the job failed for good:");
+            e.printStackTrace(w);
+        }
+        try {
+            java.nio.file.Files.writeString(
+                    log,
+                    trace.toString(),
+                    java.nio.charset.StandardCharsets.UTF_8,
+                    java.nio.file.StandardOpenOption.CREATE,
+                    java.nio.file.StandardOpenOption.APPEND);
+            return true;
+        } catch (java.io.IOException | RuntimeException io) {
+            return false;
+        }
     }
 
     /** A run that stopped for a reason one line says all about (no stack trace): exit status 1. */

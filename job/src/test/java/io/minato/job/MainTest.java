@@ -121,10 +121,59 @@ class MainTest {
                                 new org.apache.flink.util.SerializedThrowable(
                                         new IllegalStateException("injected device fault"))));
         assertThat(Failure.of(exhausted).restartsExhausted()).isTrue();
+        Exception noCheckpoint =
+                new RuntimeException(
+                        "Job execution failed.",
+                        new org.apache.flink.runtime.JobException(
+                                "The failure is not recoverable",
+                                new org.apache.flink.util.SerializedThrowable(
+                                        new io.minato.trainer.RestartsRunOut(
+                                                "4 failures since the last completed checkpoint",
+                                                null))));
+        assertThat(Failure.of(noCheckpoint).restartsExhausted()).isTrue();
         assertThat(
                         Failure.of(new RuntimeException("x", new IllegalStateException()))
                                 .restartsExhausted())
                 .isFalse();
+    }
+
+    /**
+     * A job that failed for good says so in one line on the console, under flink run as on the
+     * embedded run, and keeps the whole trace in the run's log; the count of restarts that ran out
+     * is the trainers' coordinator's (failures since the last checkpoint).
+     */
+    @Test
+    void shouldSayInOneLineThatTheJobFailedAndKeepTheTraceInTheRunsLog(@TempDir Path runDir)
+            throws Exception {
+        Path log = runDir.resolve("minato.log");
+        Exception failedJob =
+                new org.apache.flink.runtime.client.JobExecutionException(
+                        new org.apache.flink.api.common.JobID(),
+                        "Job execution failed.",
+                        new org.apache.flink.runtime.JobException(
+                                "The failure is not recoverable",
+                                new org.apache.flink.util.SerializedThrowable(
+                                        new IllegalStateException("injected lasting fault"))));
+        String before = System.getProperty(RunLog.PROPERTY);
+        System.setProperty(RunLog.PROPERTY, log.toString());
+        java.io.StringWriter said = new java.io.StringWriter();
+        try {
+            assertThat(Failure.report(failedJob, new java.io.PrintWriter(said, true))).isEqualTo(1);
+        } finally {
+            if (before == null) {
+                System.clearProperty(RunLog.PROPERTY);
+            } else {
+                System.setProperty(RunLog.PROPERTY, before);
+            }
+        }
+        assertThat(said.toString().lines())
+                .containsExactly(
+                        "error: the job failed: java.lang.IllegalStateException: injected lasting"
+                                + " fault; the whole trace is in "
+                                + log);
+        assertThat(log)
+                .content()
+                .contains("the job failed for good:", "JobExecutionException", "\tat ");
     }
 
     /** Every command's help formats cleanly (an unescaped '%' once made picocli warn). */

@@ -8,7 +8,7 @@ package io.minato.trainer;
 public final class RestartsRunOut extends Exception {
     private static final long serialVersionUID = 1L;
 
-    RestartsRunOut(String message, Throwable cause) {
+    public RestartsRunOut(String message, Throwable cause) {
         super(message, cause);
     }
 }
