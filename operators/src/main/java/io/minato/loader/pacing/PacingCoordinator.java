@@ -1,7 +1,11 @@
 package io.minato.loader.pacing;
 
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -14,16 +18,28 @@ import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
  * every device's queue, not only by those of trainers in its own JVM. It looks at the job's {@link
  * DeviceQueues} every {@link #PERIOD_MILLIS} and tells the workers when the view changed, and a
  * worker that (re)starts at once.
+ *
+ * <p>It tells nothing while a checkpoint of its own is under way (from its part of the checkpoint
+ * until the checkpoint completes or is aborted). Flink holds back an event sent to a subtask while
+ * that subtask's checkpoint is under way, and every later coordinator checkpoint waits until each
+ * event sent before it was received; when the subtask fails meanwhile, Flink 2.3's failover gives
+ * the new attempt a new gateway and neither sends nor fails what the old one held back, so the next
+ * checkpoint waited for ever ("Coordinator checkpoint N ... is awaiting M pending events"). A
+ * worker misses nothing it needs: the view is a hint, and the current one follows the checkpoint.
  */
 public final class PacingCoordinator extends StatelessCoordinator {
     /** How often the view is looked at: a few times within a worker scheduler's tick. */
-    static final long PERIOD_MILLIS = 50;
+    public static final long PERIOD_MILLIS = 50;
 
     private final DeviceQueues queues;
     private final String name;
-    private final Map<Integer, SubtaskGateway> gateways = new ConcurrentHashMap<>();
     private ScheduledExecutorService timer;
-    private volatile JobQueues told = JobQueues.NONE;
+
+    // Guarded by this: sends happen inside it, so none can slip past the start of a checkpoint.
+    private final Map<Integer, SubtaskGateway> gateways = new HashMap<>();
+    private final Set<Integer> untold = new HashSet<>(); // ready during a checkpoint
+    private final TreeSet<Long> checkpoints = new TreeSet<>(); // under way
+    private JobQueues told = JobQueues.NONE;
 
     private PacingCoordinator(Context context, String name) {
         this.queues = DeviceQueues.in(context.getCoordinatorStore());
@@ -43,11 +59,23 @@ public final class PacingCoordinator extends StatelessCoordinator {
                 this::tellIfChanged, PERIOD_MILLIS, PERIOD_MILLIS, TimeUnit.MILLISECONDS);
     }
 
-    private void tellIfChanged() {
+    private synchronized void tellIfChanged() {
+        if (!checkpoints.isEmpty()) {
+            return;
+        }
         JobQueues now = queues.now();
         if (!now.equals(told)) {
             told = now;
+            untold.clear();
             gateways.values().forEach(g -> tell(g, now));
+        } else if (!untold.isEmpty()) {
+            if (now.known()) {
+                untold.stream()
+                        .map(gateways::get)
+                        .filter(g -> g != null)
+                        .forEach(g -> tell(g, now));
+            }
+            untold.clear();
         }
     }
 
@@ -60,24 +88,55 @@ public final class PacingCoordinator extends StatelessCoordinator {
     }
 
     @Override
+    public void checkpointCoordinator(long checkpointId, CompletableFuture<byte[]> result) {
+        synchronized (this) {
+            checkpoints.add(checkpointId);
+        }
+        result.complete(new byte[0]);
+    }
+
+    @Override
+    public synchronized void notifyCheckpointComplete(long checkpointId) {
+        checkpoints.headSet(checkpointId, true).clear(); // it subsumes any earlier one
+    }
+
+    @Override
+    public synchronized void notifyCheckpointAborted(long checkpointId) {
+        checkpoints.remove(checkpointId);
+    }
+
+    @Override
+    public synchronized void resetToCheckpoint(long checkpointId, byte[] checkpointData) {
+        checkpoints.clear(); // Flink has released whatever it held back, and aborted the rest
+    }
+
+    @Override
     public void close() {
         if (timer != null) {
             timer.shutdownNow();
         }
-        gateways.clear();
+        synchronized (this) {
+            gateways.clear();
+        }
     }
 
     @Override
-    public void executionAttemptFailed(int subtask, int attempt, Throwable reason) {
-        gateways.remove(subtask);
+    public synchronized void executionAttemptFailed(int subtask, int attempt, Throwable reason) {
+        SubtaskGateway g = gateways.get(subtask);
+        if (g != null && g.getExecution().getAttemptNumber() == attempt) {
+            gateways.remove(subtask);
+            untold.remove(subtask);
+        }
     }
 
     @Override
-    public void executionAttemptReady(int subtask, int attempt, SubtaskGateway gateway) {
+    public synchronized void executionAttemptReady(
+            int subtask, int attempt, SubtaskGateway gateway) {
         gateways.put(subtask, gateway);
-        JobQueues now = told;
-        if (now.known()) {
-            tell(gateway, now);
+        if (!checkpoints.isEmpty()) {
+            untold.add(subtask);
+        } else if (told.known()) {
+            tell(gateway, told);
         }
     }
 
