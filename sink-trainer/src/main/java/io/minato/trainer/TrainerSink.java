@@ -45,8 +45,12 @@ public final class TrainerSink implements Serializable {
      */
     public static final String CHECKPOINTS_FILE = "checkpoints.json";
 
-    /** Failures since the last completed checkpoint a job recovers from, by default. */
-    public static final int DEFAULT_RESTARTS_WITHOUT_CHECKPOINT = 3;
+    /**
+     * Failures since the last completed checkpoint a job recovers from, by default: a lost
+     * TaskManager alone may cost several (seen: 4 within 2.4 s, each restart that Flink placed on
+     * its slots failing until it was declared lost).
+     */
+    public static final int DEFAULT_RESTARTS_WITHOUT_CHECKPOINT = 10;
 
     /** Batches a device's queue holds, the one in training included: double buffering. */
     public static final int DEFAULT_QUEUE_DEPTH = 2;
