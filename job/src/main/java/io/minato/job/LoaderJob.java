@@ -11,6 +11,7 @@ import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
+import io.minato.loader.pacing.FailureWitness;
 import io.minato.loader.pacing.PacingCoordinator;
 import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
@@ -468,6 +469,15 @@ public final class LoaderJob {
         return WithCoordinator.of(worker, (name, id) -> new PacingCoordinator.Provider(id, name));
     }
 
+    /**
+     * A baseline's loader with a coordinator that notes its failures, so that a job stopped for
+     * failing too often names them (the workers' own coordinator does so for Minato's).
+     */
+    private static <IN> WithCoordinator<IN, Batch> witnessed(
+            OneInputStreamOperator<IN, Batch> loader) {
+        return WithCoordinator.of(loader, (name, id) -> new FailureWitness.Provider(id));
+    }
+
     private DataStream<Batch> inOrder(DataStream<SampleTask> tasks) {
         Settings s = settings;
         int workers = s.fastWorkers() + s.slowWorkers();
@@ -480,13 +490,14 @@ public final class LoaderJob {
                         tasks.transform(
                                 "InOrderLoader",
                                 TypeInformation.of(Batch.class),
-                                InOrderLoader.builder()
-                                        .setWorkload(s.workload())
-                                        .setBatchSize(s.batch())
-                                        .setDevices(s.devices())
-                                        .setWorkers(workers)
-                                        .optSkipBadSamples(s.skipBadSamples())
-                                        .build()))
+                                witnessed(
+                                        InOrderLoader.builder()
+                                                .setWorkload(s.workload())
+                                                .setBatchSize(s.batch())
+                                                .setDevices(s.devices())
+                                                .setWorkers(workers)
+                                                .optSkipBadSamples(s.skipBadSamples())
+                                                .build())))
                 .uid("inorder-loader")
                 .setParallelism(1)
                 .setBufferTimeout(HANDOFF_FLUSH_MS)
@@ -501,12 +512,13 @@ public final class LoaderJob {
                         tasks.transform(
                                 "DjlLoader",
                                 TypeInformation.of(Batch.class),
-                                new DjlLoader(
-                                                s.workload(),
-                                                s.batch(),
-                                                s.devices(),
-                                                s.fastWorkers() + s.slowWorkers())
-                                        .skippingBadSamples(s.skipBadSamples())))
+                                witnessed(
+                                        new DjlLoader(
+                                                        s.workload(),
+                                                        s.batch(),
+                                                        s.devices(),
+                                                        s.fastWorkers() + s.slowWorkers())
+                                                .skippingBadSamples(s.skipBadSamples()))))
                 .uid("djl-loader")
                 .setParallelism(1)
                 .setBufferTimeout(HANDOFF_FLUSH_MS)

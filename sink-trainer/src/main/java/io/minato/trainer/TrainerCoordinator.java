@@ -1,5 +1,6 @@
 package io.minato.trainer;
 
+import io.minato.loader.pacing.LastFailure;
 import io.minato.loader.pacing.QueueCoordinator;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -32,7 +33,7 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     private final CheckpointLedger ledger;
     private final Consumer<Throwable> failJob;
     private volatile boolean started;
-    private volatile Throwable lastFailure;
+    private final LastFailure failures;
     private final Map<String, CompletableFuture<TrainerRendezvous.Root>> roots = bounded();
     private final Map<String, TrainerRendezvous.Endings> ended = bounded();
     private final Map<String, GpuClaims> gpus = bounded();
@@ -41,10 +42,12 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
             OperatorCoordinator queues,
             CheckpointAfterRestore afterRestore,
             CheckpointLedger ledger,
+            LastFailure failures,
             Consumer<Throwable> failJob) {
         this.queues = queues;
         this.afterRestore = afterRestore;
         this.ledger = ledger;
+        this.failures = failures;
         this.failJob = failJob;
     }
 
@@ -150,15 +153,14 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
     private void restored() {
         String tooMany = ledger.restored();
         if (tooMany != null) {
-            failJob.accept(new SuppressRestartsException(new RestartsRunOut(tooMany, lastFailure)));
+            failJob.accept(
+                    new SuppressRestartsException(new RestartsRunOut(tooMany, failures.last())));
         }
     }
 
     @Override
     public void executionAttemptFailed(int subtask, int attempt, Throwable reason) {
-        if (reason != null) {
-            lastFailure = reason;
-        }
+        failures.failed(reason);
         queues.executionAttemptFailed(subtask, attempt, reason);
     }
 
@@ -192,6 +194,7 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
                     new CheckpointAfterRestore(
                             context::getCheckpointCoordinator, context::currentParallelism),
                     ledger,
+                    LastFailure.in(context.getCoordinatorStore()),
                     context::failJob);
         }
     }

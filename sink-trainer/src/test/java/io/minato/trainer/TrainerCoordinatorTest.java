@@ -2,6 +2,7 @@ package io.minato.trainer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.loader.pacing.LastFailure;
 import io.minato.loader.pacing.StatelessCoordinator;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -16,11 +17,13 @@ import org.junit.jupiter.api.Test;
 
 class TrainerCoordinatorTest {
     private final List<Throwable> failed = new ArrayList<>();
+    private final LastFailure failures = new LastFailure();
     private final TrainerCoordinator coordinator =
             new TrainerCoordinator(
                     new NoQueues(),
                     new CheckpointAfterRestore(() -> null, () -> 1),
                     new CheckpointLedger(() -> 0, null, 2),
+                    failures,
                     failed::add);
 
     /**
@@ -43,7 +46,8 @@ class TrainerCoordinatorTest {
         coordinator.subtaskReset(0, 14);
         coordinator.resetToCheckpoint(14, new byte[0]);
         assertThat(failed).as("two in a row without a checkpoint").isEmpty();
-        coordinator.executionAttemptFailed(0, 7, new IllegalStateException("lost again"));
+        // The last failure, heard of by another operator's coordinator.
+        failures.failed(new IllegalStateException("lost again"));
         coordinator.subtaskReset(0, 14);
         assertThat(failed).hasSize(1);
         assertThat(failed.get(0)).isInstanceOf(SuppressRestartsException.class);

@@ -32,6 +32,7 @@ public final class PacingCoordinator extends StatelessCoordinator {
     public static final long PERIOD_MILLIS = 50;
 
     private final DeviceQueues queues;
+    private final LastFailure failures;
     private final String name;
     private ScheduledExecutorService timer;
 
@@ -43,6 +44,7 @@ public final class PacingCoordinator extends StatelessCoordinator {
 
     private PacingCoordinator(Context context, String name) {
         this.queues = DeviceQueues.in(context.getCoordinatorStore());
+        this.failures = LastFailure.in(context.getCoordinatorStore());
         this.name = name;
     }
 
@@ -122,6 +124,7 @@ public final class PacingCoordinator extends StatelessCoordinator {
 
     @Override
     public synchronized void executionAttemptFailed(int subtask, int attempt, Throwable reason) {
+        failures.failed(reason);
         SubtaskGateway g = gateways.get(subtask);
         if (g != null && g.getExecution().getAttemptNumber() == attempt) {
             gateways.remove(subtask);
