@@ -97,14 +97,21 @@ public final class PacingCoordinator extends StatelessCoordinator {
         result.complete(new byte[0]);
     }
 
+    /**
+     * Flink has opened the gateways before it tells a coordinator that a checkpoint ended, and
+     * starts no other coordinator checkpoint meanwhile: the view goes out at once, not at the next
+     * look, which could fall into the next checkpoint at short intervals.
+     */
     @Override
     public synchronized void notifyCheckpointComplete(long checkpointId) {
         checkpoints.headSet(checkpointId, true).clear(); // it subsumes any earlier one
+        tellIfChanged();
     }
 
     @Override
     public synchronized void notifyCheckpointAborted(long checkpointId) {
         checkpoints.remove(checkpointId);
+        tellIfChanged();
     }
 
     @Override
