@@ -67,7 +67,11 @@ class RealFoldersTest {
                                 "--workers",
                                 "2",
                                 "--on-bad-sample",
-                                onBad));
+                                onBad,
+                                // Bad input fails every attempt alike: the default's ten
+                                // restarts would only make these runs slower.
+                                "--restart-attempts",
+                                "3"));
         args.addAll(List.of(options));
         args.addAll(
                 MainTest.quietRun(
