@@ -14,6 +14,8 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.BitSet;
@@ -21,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -127,6 +130,25 @@ class ServingAcceleratorTest {
         try (ServingAccelerator device = (ServingAccelerator) withToken.create(0, 1)) {
             assertThat(Client.connect(device.port(), 0, Map.of()).welcome)
                     .containsEntry("reason", "wrong or missing token");
+        }
+    }
+
+    @Test
+    void shouldSweepTheSlotFilesOfProcessesThatNoLongerRun() throws Exception {
+        Path shm = Path.of("/dev/shm");
+        Assumptions.assumeTrue(Files.isDirectory(shm), "no /dev/shm here");
+        long gone = 4_194_304L + 4321; // beyond Linux's largest pid: no such process
+        Path stale = shm.resolve("minato-" + gone + "-rank0-test-0");
+        Path mine = shm.resolve("minato-" + ProcessHandle.current().pid() + "-rank0-test-0");
+        Files.write(stale, new byte[] {1});
+        Files.write(mine, new byte[] {1});
+        try (ServingAccelerator device = (ServingAccelerator) factory().create(0, 1)) {
+            assertThat(device.port()).isPositive();
+            assertThat(stale).doesNotExist();
+            assertThat(mine).exists();
+        } finally {
+            Files.deleteIfExists(stale);
+            Files.deleteIfExists(mine);
         }
     }
 

@@ -15,6 +15,7 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -25,6 +26,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,6 +45,12 @@ final class RankEndpoint implements AutoCloseable {
 
     private static final int HANDSHAKE_TIMEOUT_MS = 10_000;
     private static final Path SHARED_MEMORY = Path.of("/dev/shm");
+
+    /** Slot files are {@code minato-<pid>-rank<r>-<uuid>-<k>}: whose they are, for the sweep. */
+    static final String SLOT_PREFIX = "minato-";
+
+    private static final Pattern SLOT_FILE =
+            Pattern.compile(Pattern.quote(SLOT_PREFIX) + "(\\d+)-rank\\d+-.*");
 
     /** What a process said in its hello, checked. */
     record Hello(int prefetch, ServedSet consumed) {}
@@ -100,6 +109,7 @@ final class RankEndpoint implements AutoCloseable {
         this.token = token;
         this.admission = admission;
         this.server = bind(address, port);
+        sweepStaleSlots();
         this.file =
                 runDir == null
                         ? null
@@ -159,6 +169,26 @@ final class RankEndpoint implements AutoCloseable {
                     throw new InterruptedIOException("interrupted while binding port " + port);
                 }
             }
+        }
+    }
+
+    /**
+     * Deletes the slot files of processes that no longer run: a TaskManager killed with its
+     * connections open cannot delete its own.
+     */
+    static void sweepStaleSlots() {
+        if (!Files.isDirectory(SHARED_MEMORY)) {
+            return;
+        }
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(SHARED_MEMORY)) {
+            for (Path f : files) {
+                Matcher m = SLOT_FILE.matcher(f.getFileName().toString());
+                if (m.matches() && ProcessHandle.of(Long.parseLong(m.group(1))).isEmpty()) {
+                    Files.deleteIfExists(f);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("Could not sweep stale slot files in {}: {}", SHARED_MEMORY, e.toString());
         }
     }
 
@@ -234,7 +264,12 @@ final class RankEndpoint implements AutoCloseable {
             slots =
                     new BatchBytes.Slots(
                             SHARED_MEMORY,
-                            "minato-rank" + rank + "-" + UUID.randomUUID(),
+                            SLOT_PREFIX
+                                    + ProcessHandle.current().pid()
+                                    + "-rank"
+                                    + rank
+                                    + "-"
+                                    + UUID.randomUUID(),
                             prefetch);
         }
         Connection c = new Connection(socket, in, out, slots, peer, prefetch);
