@@ -20,6 +20,7 @@ _LOG = logging.getLogger("minato_flink")
 PROTOCOL_VERSION = 1
 _SHM = "/dev/shm"
 _DTYPES = {"float32": torch.float32, "uint8": torch.uint8, "int32": torch.int32}
+_SIZES = {"float32": 4, "uint8": 1, "int32": 4}
 
 
 class LoaderError(RuntimeError):
@@ -292,7 +293,7 @@ class MinatoLoader:
         img, lab = m["image"], m["label"]
         img_t, lab_t = _DTYPES[img["dtype"]], _DTYPES[lab["dtype"]]
         nbytes = m["nbytes"]
-        n_img = _numel(img["shape"]) * torch.tensor([], dtype=img_t).element_size()
+        n_img = _numel(img["shape"]) * _SIZES[img["dtype"]]
         if self._pin:
             # PyTorch's caching host allocator hands pinned blocks out again: no fresh pages.
             whole = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
@@ -271,7 +272,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     /** The batch with its samples' identities only, their patches given back to the pool. */
     private static Batch identitiesOf(Batch batch) {
-        List<PreparedSample> ids = new java.util.ArrayList<>(batch.samples().size());
+        List<PreparedSample> ids = new ArrayList<>(batch.samples().size());
         for (PreparedSample s : batch.samples()) {
             if (s.patch() != null) {
                 PatchPool.jvm().give(s.patch());
