@@ -30,6 +30,14 @@ minato_utf8_locale
 # in the environment wins.
 export THP_MEM_ALLOC_ENABLE="${THP_MEM_ALLOC_ENABLE:-1}"
 
+# libtorch's oneDNN (3.5 and 3.7) computed float convolutions and their gradients wrong with its
+# AVX2 and AVX-512 kernels on an AMD EPYC (AVX-512), off by up to 92 % and sometimes NaN, whenever
+# a convolution's channels were not a multiple of the vector width; its AVX kernels were right.
+# Every JVM the scripts start uses those unless the environment says otherwise; a trainer on the
+# CPU checks its convolutions first and refuses with this advice (io.minato.trainer.
+# ConvolutionCheck). GPUs (cuDNN) are not affected.
+export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX}"
+
 # Rebuilds (skipping tests) when the job jar is missing or older than any source or pom. The run
 # classpath: compile scope includes the Flink jars the job jar leaves to a cluster (provided);
 # runtime scope adds what only runs (log4j-core).

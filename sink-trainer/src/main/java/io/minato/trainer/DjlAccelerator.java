@@ -326,6 +326,9 @@ public final class DjlAccelerator implements Accelerator {
         // On the thread that trains, before its first operator: libtorch sizes a thread's pool
         // when the thread first computes.
         TorchThreads.use(threads);
+        if (!device.isGpu()) {
+            ConvolutionCheck.requireOnCpu();
+        }
         Engine.getInstance().setRandomSeed((int) settings.seed());
         Network network = settings.network();
         model = Model.newInstance(network.modelName(), device);

@@ -14,6 +14,7 @@ import ai.djl.training.ParameterStore;
 import io.minato.data.BadInputException;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
+import io.minato.trainer.ConvolutionCheck;
 import io.minato.trainer.TorchThreads;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -49,6 +50,9 @@ public final class ClassifierEvaluation {
         long correct = 0;
         long total = 0;
         TorchThreads.useAllCores();
+        if (!device.isGpu()) {
+            ConvolutionCheck.requireOnCpu();
+        }
         try (Model model = Model.newInstance(name, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(network.newBlock());

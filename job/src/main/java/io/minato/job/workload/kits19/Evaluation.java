@@ -10,6 +10,7 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport.Dice;
+import io.minato.trainer.ConvolutionCheck;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TorchThreads;
 import io.minato.workload.kits19.CaseCheck;
@@ -76,6 +77,9 @@ public final class Evaluation {
         double kidney = 0;
         double tumor = 0;
         TorchThreads.useAllCores();
+        if (!device.isGpu()) {
+            ConvolutionCheck.requireOnCpu();
+        }
         try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
             model.setBlock(Unet3d.builder().optWidth(width).build());
