@@ -2,6 +2,7 @@ package io.minato.job;
 
 import io.minato.data.BadInputException;
 import io.minato.npy.NpyFormatException;
+import io.minato.trainer.ConvolutionCheck;
 import io.minato.trainer.RestartsRunOut;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.PrintWriter;
@@ -35,6 +36,7 @@ final class Failure {
     private String connectionLost;
     private boolean checkpointMismatch;
     private String gpuShortage;
+    private String wrongConvolutions;
     private boolean cancelled;
     private boolean jobFailed;
     private Throwable root;
@@ -84,6 +86,9 @@ final class Failure {
         }
         if (gpuShortage == null && name.equals(FlinkGpus.Shortage.class.getName())) {
             gpuShortage = originalMessage(t);
+        }
+        if (wrongConvolutions == null && name.equals(ConvolutionCheck.Wrong.class.getName())) {
+            wrongConvolutions = originalMessage(t);
         }
         cancelled |= name.equals(CANCELLED);
         jobFailed |= name.equals(JOB_FAILED);
@@ -235,6 +240,11 @@ final class Failure {
             return 1;
         }
         Failure f = of(e);
+        if (f.wrongConvolutions != null) {
+            // libtorch on this CPU, not the run: the line says what to set.
+            err.println("error: " + f.wrongConvolutions);
+            return 1;
+        }
         if (f.badInput != null) {
             // Bad input met while the job ran (a case file changed under it, say):
             // Flink wraps it in its own exceptions; the line is what matters.
@@ -308,7 +318,8 @@ final class Failure {
                 new String[] {
                     BadInputException.class.getName() + ": ",
                     NpyFormatException.class.getName() + ": ",
-                    FlinkGpus.Shortage.class.getName() + ": "
+                    FlinkGpus.Shortage.class.getName() + ": ",
+                    ConvolutionCheck.Wrong.class.getName() + ": "
                 }) {
             while (m.startsWith(prefix)) {
                 m = m.substring(prefix.length());

@@ -138,6 +138,31 @@ class MainTest {
     }
 
     /**
+     * A trainer whose CPU computes convolutions wrong ends the job without restarts (each attempt
+     * would compute the same), and the console has its one line: what is wrong and what to set.
+     */
+    @Test
+    void shouldSayInOneLineThatTheCpuComputesConvolutionsWrong() {
+        String line =
+                "libtorch computes wrong convolutions on this CPU: the input gradient of a 3-d"
+                        + " convolution of 4 to 3 channels is off by 92 %";
+        Exception failedJob =
+                new org.apache.flink.runtime.client.JobExecutionException(
+                        new org.apache.flink.api.common.JobID(),
+                        "Job execution failed.",
+                        new org.apache.flink.runtime.JobException(
+                                "Recovery is suppressed by NoRestartBackoffTimeStrategy",
+                                new org.apache.flink.util.SerializedThrowable(
+                                        new org.apache.flink.runtime.execution
+                                                .SuppressRestartsException(
+                                                new io.minato.trainer.ConvolutionCheck.Wrong(
+                                                        line)))));
+        java.io.StringWriter said = new java.io.StringWriter();
+        assertThat(Failure.report(failedJob, new java.io.PrintWriter(said, true))).isEqualTo(1);
+        assertThat(said.toString().lines()).containsExactly("error: " + line);
+    }
+
+    /**
      * A job that failed for good says so in one line on the console, under flink run as on the
      * embedded run, and keeps the whole trace in the run's log; the count of restarts that ran out
      * is the trainers' coordinator's (failures since the last checkpoint).

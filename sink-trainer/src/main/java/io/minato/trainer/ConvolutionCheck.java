@@ -10,8 +10,10 @@ import ai.djl.nn.convolutional.Conv3d;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
@@ -31,10 +33,19 @@ public final class ConvolutionCheck {
     /** The largest relative difference to double precision that passes. */
     static final double TOLERANCE = 1e-3;
 
-    private static String failure; // null: not checked yet; "": passed
-    private static final Object LOCK = new Object();
+    // Per number of spatial dimensions: "" where the cases passed, else the message.
+    private static final Map<Integer, String> VERDICTS = new HashMap<>();
 
     private ConvolutionCheck() {}
+
+    /** Wrong convolutions on this CPU: the same on every attempt, so no restart helps. */
+    public static final class Wrong extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        public Wrong(String message) {
+            super(message);
+        }
+    }
 
     /** One convolution with its batch, channels, side of the volume and kernel. */
     record Case(int dimensions, int batch, int in, int out, int side, int kernel) {
@@ -56,19 +67,22 @@ public final class ConvolutionCheck {
                     new Case(2, 2, 32, 10, 8, 3));
 
     /**
-     * Throws unless libtorch's float convolutions on the CPU agree with double precision; checks
-     * once per JVM, with the threads this thread's operators use.
+     * Throws unless libtorch's float convolutions of {@code dimensions} spatial dimensions (2 or 3)
+     * agree with double precision on the CPU; checks once per JVM, with the threads this thread's
+     * operators use.
      *
-     * @throws IllegalStateException naming the case, the error and what to do
+     * @throws Wrong naming the case, the error and what to do
      */
-    public static void requireOnCpu() {
-        synchronized (LOCK) {
-            if (failure == null) {
-                failure = verdict(worst(), System.getenv("ONEDNN_MAX_CPU_ISA"));
-            }
-            if (!failure.isEmpty()) {
-                throw new IllegalStateException(failure);
-            }
+    public static void requireOnCpu(int dimensions) {
+        String failure;
+        synchronized (VERDICTS) {
+            failure =
+                    VERDICTS.computeIfAbsent(
+                            dimensions,
+                            d -> verdict(worst(d), System.getenv("ONEDNN_MAX_CPU_ISA")));
+        }
+        if (!failure.isEmpty()) {
+            throw new Wrong(failure);
         }
     }
 
@@ -97,14 +111,17 @@ public final class ConvolutionCheck {
                 + " set), or train on a GPU";
     }
 
-    /** The case and quantity furthest from double precision (NaN first). */
-    static Finding worst() {
+    /** The case and quantity of {@code dimensions} furthest from double precision (NaN first). */
+    static Finding worst(int dimensions) {
         Finding worst = null;
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             boolean gradMode = JniUtils.isGradMode(); // the manager loaded libtorch
             JniUtils.setGradMode(true);
             try {
                 for (Case c : CASES) {
+                    if (c.dimensions() != dimensions) {
+                        continue;
+                    }
                     float[][] single = run(c, DataType.FLOAT32, manager);
                     float[][] twice = run(c, DataType.FLOAT64, manager);
                     String[] quantities = {"output", "input gradient", "weight gradient"};

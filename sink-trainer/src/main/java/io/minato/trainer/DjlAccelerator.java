@@ -22,6 +22,7 @@ import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
+import org.apache.flink.runtime.execution.SuppressRestartsException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -327,7 +328,11 @@ public final class DjlAccelerator implements Accelerator {
         // when the thread first computes.
         TorchThreads.use(threads);
         if (!device.isGpu()) {
-            ConvolutionCheck.requireOnCpu();
+            try {
+                ConvolutionCheck.requireOnCpu(settings.network().initShape().dimension() - 2);
+            } catch (ConvolutionCheck.Wrong e) {
+                throw new SuppressRestartsException(e); // every attempt would compute the same
+            }
         }
         Engine.getInstance().setRandomSeed((int) settings.seed());
         Network network = settings.network();

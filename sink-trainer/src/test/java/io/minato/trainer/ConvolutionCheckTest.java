@@ -17,11 +17,14 @@ class ConvolutionCheckTest {
      */
     @Test
     void shouldFindFloatConvolutionsAgreeWithDoublePrecisionHere() {
-        Finding worst = ConvolutionCheck.worst();
-        assertThat(worst.error())
-                .as("%s of a %s", worst.quantity(), worst.of().describe())
-                .isLessThanOrEqualTo(ConvolutionCheck.TOLERANCE);
-        assertThatCode(ConvolutionCheck::requireOnCpu).doesNotThrowAnyException();
+        for (int dimensions : new int[] {2, 3}) {
+            Finding worst = ConvolutionCheck.worst(dimensions);
+            assertThat(worst.error())
+                    .as("%s of a %s", worst.quantity(), worst.of().describe())
+                    .isLessThanOrEqualTo(ConvolutionCheck.TOLERANCE);
+            assertThatCode(() -> ConvolutionCheck.requireOnCpu(dimensions))
+                    .doesNotThrowAnyException();
+        }
     }
 
     @Test

@@ -51,7 +51,7 @@ public final class ClassifierEvaluation {
         long total = 0;
         TorchThreads.useAllCores();
         if (!device.isGpu()) {
-            ConvolutionCheck.requireOnCpu();
+            ConvolutionCheck.requireOnCpu(2);
         }
         try (Model model = Model.newInstance(name, device);
                 NDManager manager = NDManager.newBaseManager(device)) {

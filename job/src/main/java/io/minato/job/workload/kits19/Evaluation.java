@@ -78,7 +78,7 @@ public final class Evaluation {
         double tumor = 0;
         TorchThreads.useAllCores();
         if (!device.isGpu()) {
-            ConvolutionCheck.requireOnCpu();
+            ConvolutionCheck.requireOnCpu(3);
         }
         try (Model model = Model.newInstance(DjlAccelerator.MODEL_NAME, device);
                 NDManager manager = NDManager.newBaseManager(device)) {
