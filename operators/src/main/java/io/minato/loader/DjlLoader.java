@@ -19,6 +19,7 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 
 /**
  * The second baseline: DJL's own dataset loader. The samples are a DJL {@link RandomAccessDataset}
@@ -52,6 +53,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient DjlFeed feed;
     private transient ExecutorService executor;
     private transient Thread iterator;
+    private transient FailureMail failures;
+    private transient volatile Throwable failure; // the iterator's, once it failed
     private transient BlockingQueue<Object> handover; // Batch, or END, or a Throwable
     private transient long emitted; // batches emitted
     private transient long firstBatch; // batch number of the first batch of this (re)start
@@ -111,6 +114,12 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         feed = new DjlFeed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
+        failures =
+                new FailureMail(
+                        getContainingTask()
+                                .getMailboxExecutorFactory()
+                                .createExecutor(TaskMailbox.MIN_PRIORITY),
+                        this::surfaceFailure);
         executor =
                 Executors.newFixedThreadPool(
                         workers,
@@ -164,6 +173,9 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        if (failures != null) {
+            failures.close();
+        }
         if (baseline != null) {
             baseline.close(getRuntimeContext());
         }
@@ -259,11 +271,27 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (Throwable t) {
+            failure = rootBadInput(t);
+            failures.failed(failure);
             try {
-                handover.put(rootBadInput(t));
+                handover.put(failure);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+    }
+
+    /**
+     * The iterator's failure, on the operator thread: the batches handed over go out first, as they
+     * would have, then the failure (which may still wait for room in the handover).
+     */
+    private void surfaceFailure() throws Exception {
+        Object ready;
+        while ((ready = handover.poll()) != null) {
+            emit(ready);
+        }
+        if (failure != null) {
+            emit(failure);
         }
     }
 

@@ -23,6 +23,7 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 
 /**
  * The in-order baseline loader, with PyTorch {@code DataLoader} semantics: batch k is the k-th run
@@ -55,6 +56,8 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     /** One single-thread executor per worker: its queue is DataLoader's per-worker index queue. */
     private transient ExecutorService[] pool;
+
+    private transient FailureMail failures;
 
     private transient ArrayDeque<InFlight> inFlight;
     private transient List<SampleTask> grouping;
@@ -104,6 +107,12 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                 "in-order loader",
                 "; use more workers instead");
         inFlight = new ArrayDeque<>();
+        failures =
+                new FailureMail(
+                        getContainingTask()
+                                .getMailboxExecutorFactory()
+                                .createExecutor(TaskMailbox.MIN_PRIORITY),
+                        this::surfaceFailure);
         pool = new ExecutorService[workers];
         for (int w = 0; w < workers; w++) {
             String name = "in-order-loader-worker-" + w;
@@ -167,6 +176,9 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
+        if (failures != null) {
+            failures.close();
+        }
         if (baseline != null) {
             baseline.close(getRuntimeContext());
         }
@@ -185,7 +197,15 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         }
         long k = nextBatch++;
         Future<List<PreparedSample>> samples =
-                pool[(int) (k % workers)].submit(() -> prepare(k, tasks));
+                pool[(int) (k % workers)].submit(
+                        () -> {
+                            try {
+                                return prepare(k, tasks);
+                            } catch (Exception | Error e) {
+                                failures.failed(e);
+                                throw e;
+                            }
+                        });
         inFlight.addLast(new InFlight(k, samples));
         outstanding = inFlight.size();
         maxOutstanding = Math.max(maxOutstanding, outstanding);
@@ -204,18 +224,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
         try {
             samples = head.samples().get();
         } catch (ExecutionException e) {
-            // Rethrown here, on the operator thread, so the task fails instead of waiting.
-            for (InFlight f : inFlight) {
-                f.samples().cancel(true);
-            }
-            Throwable cause = e.getCause();
-            if (cause instanceof Exception ex) {
-                throw ex;
-            }
-            if (cause instanceof Error err) {
-                throw err;
-            }
-            throw e;
+            throw rethrown(e);
         }
         inFlight.removeFirst();
         outstanding = inFlight.size();
@@ -229,6 +238,41 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                         GlobalBatchState.toDevice(
                                 k, devices, samples, heldBackNanos, baseline.trainers)));
         batches.inc();
+    }
+
+    /**
+     * A worker's failure, on the operator thread so that the task fails instead of waiting: the
+     * batches ready at the head go out in order first, as they would have; then the failure, even
+     * if a batch before it is still being prepared.
+     */
+    private void surfaceFailure() throws Exception {
+        while (!inFlight.isEmpty() && inFlight.peekFirst().samples().isDone()) {
+            emitOldest();
+        }
+        for (InFlight f : inFlight) {
+            if (f.samples().isDone()) {
+                try {
+                    f.samples().get();
+                } catch (ExecutionException e) {
+                    throw rethrown(e);
+                }
+            }
+        }
+    }
+
+    /** A worker's failure to throw here, every batch in flight cancelled. */
+    private Exception rethrown(ExecutionException e) {
+        for (InFlight f : inFlight) {
+            f.samples().cancel(true);
+        }
+        Throwable cause = e.getCause();
+        if (cause instanceof Exception ex) {
+            return ex;
+        }
+        if (cause instanceof Error err) {
+            throw err;
+        }
+        return e;
     }
 
     /**

@@ -114,6 +114,7 @@ public final class SampleHandoff {
                 if (!closed) {
                     closed = true;
                     reservedSamples -= samples;
+                    dropIfNobodyRuns();
                 }
             }
         }
@@ -160,6 +161,7 @@ public final class SampleHandoff {
                     if (!closed) {
                         closed = true;
                         receivers.computeIfPresent(receiver, (r, n) -> n == 1 ? null : n - 1);
+                        dropIfNobodyRuns();
                     }
                 }
             }
@@ -287,6 +289,18 @@ public final class SampleHandoff {
         bytes = 0;
         Arrays.fill(counts, 0);
         notifyAll();
+    }
+
+    /**
+     * Drops everything once no operator that parks or takes samples runs in this JVM: what is
+     * parked then belongs to a job that ended (a failed one leaves what it had sent), and nothing
+     * can take it. Left there, it filled the store for the next job of a session cluster, whose
+     * senders each waited {@link #WAIT_NANOS} for room until the entries aged out.
+     */
+    private void dropIfNobodyRuns() {
+        if (reservedSamples == 0 && receivers.isEmpty() && !byAge.isEmpty()) {
+            dropAll();
+        }
     }
 
     /**

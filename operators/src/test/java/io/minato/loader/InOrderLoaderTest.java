@@ -23,11 +23,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.IntUnaryOperator;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.streaming.runtime.tasks.mailbox.Mail;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 import org.apache.flink.streaming.util.OneInputStreamOperatorTestHarness;
 import org.apache.flink.util.InstantiationUtil;
 import org.junit.jupiter.api.BeforeAll;
@@ -264,6 +267,45 @@ class InOrderLoaderTest {
                                 .hasMessageContaining(missing.toString());
                     }
                 });
+    }
+
+    /**
+     * A worker that fails after the last task has come (nothing else will call the operator) posts
+     * mail to the task, which throws its failure there: the task fails at once, not at the next
+     * checkpoint.
+     */
+    @Test
+    void shouldPostAWorkersFailureToTheTaskWithoutWaitingForAnotherElement(@TempDir Path own)
+            throws Exception {
+        List<CaseFiles> files = new ArrayList<>();
+        for (int c = 0; c < 2; c++) {
+            files.add(SyntheticVolumes.write(own, "case_0010" + c, volumes.get(c)));
+        }
+        Path missing = files.get(1).image();
+        Files.delete(missing);
+        InOrderLoader op =
+                InOrderLoader.builder()
+                        .setWorkload(new CaseTable(files).workload(CONFIG))
+                        .setBatchSize(2)
+                        .setDevices(1)
+                        .setWorkers(1)
+                        .build();
+        try (var h = harness(op)) {
+            h.open();
+            feed(h, 0, 2, i -> 1); // one batch, of the missing case: the last tasks to come
+            var mailbox = h.getTaskMailbox();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            Optional<Mail> mail = Optional.empty();
+            while (mail.isEmpty() && System.nanoTime() < deadline) {
+                mail = mailbox.tryTake(TaskMailbox.MIN_PRIORITY);
+                if (mail.isEmpty()) {
+                    sleep(10);
+                }
+            }
+            assertThat(mail).as("the worker's failure, as mail").isPresent();
+            var posted = mail.get();
+            assertThatThrownBy(posted::run).hasMessageContaining(missing.toString());
+        }
     }
 
     private static InOrderLoader loader(int batchSize, int devices, int workers) {

@@ -48,6 +48,33 @@ class SampleHandoffTest {
         }
     }
 
+    /**
+     * A job that failed leaves what its senders parked and nobody took. Once none of its operators
+     * runs, the store is emptied: the next job of the JVM (a session cluster's) finds room at once
+     * instead of waiting for room at each sample until the entries age out.
+     */
+    @Test
+    void shouldDropWhatIsParkedOnceNoOperatorRunsAndGiveTheNextJobRoomAtOnce() {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        var failed = h.reserve(2);
+        var receiver =
+                h.receiving(
+                        new SampleHandoff.Receiver("failed-job", SampleHandoff.TRAINER, 0, "tm-1"));
+        h.offer(task(1), patch());
+        h.offer(task(2), patch());
+        receiver.close();
+        assertThat(h.parked()).as("a sender still runs").isEqualTo(2);
+        failed.close();
+        assertThat(h.parked()).isZero();
+        assertThat(h.orphansDropped()).isEqualTo(2);
+
+        try (var next = h.reserve(2)) {
+            // A full store would have made each wait, then send its bytes inline (false).
+            assertThat(h.offer(task(3), patch())).isTrue();
+            assertThat(h.offer(task(4), patch())).isTrue();
+        }
+    }
+
     /** A task's unfinished state and its prepared patch are different entries. */
     @Test
     void shouldKeepATasksUnfinishedStateApartFromItsPatch() {
