@@ -67,6 +67,7 @@ class ServingAcceleratorTest {
             assertThat(a.ids(a.batch())).containsExactly(List.of(0L, 2L), List.of(0L, 3L));
             a.close(); // crashed: its checkpoint holds the first batch only
 
+            // Restarted at once, maybe before the device has read the end of a's stream.
             Client b = Client.connect(device.port(), 0, consumed(0, 1));
             assertThat(b.welcome).containsEntry("replay", 2.0);
             b.credit(2);

@@ -69,6 +69,14 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
+
+    /**
+     * How long a process that asks for a rank still served waits for the serving connection to be
+     * found closed before it is refused: a script restarted at once reconnects before the end of
+     * its predecessor's stream has been read here.
+     */
+    static final long PREDECESSOR_GONE_MILLIS = 3000;
+
     // Guarded by lock, as are the connection's counters.
     private ServedSet served = new ServedSet();
     private final ServedSet pendingKeys = new ServedSet();
@@ -330,6 +338,12 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             throws IOException, InterruptedException {
         lock.lockInterruptibly();
         try {
+            // A restarted process may come before this side has read its predecessor's end of
+            // the stream: give the old connection a moment to be found gone.
+            long wait = TimeUnit.MILLISECONDS.toNanos(PREDECESSOR_GONE_MILLIS);
+            while (connection != null && !closed && wait > 0) {
+                wait = changed.awaitNanos(wait);
+            }
             if (connection != null) {
                 return "rank "
                         + rank
