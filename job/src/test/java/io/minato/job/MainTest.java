@@ -137,6 +137,15 @@ class MainTest {
                 .isFalse();
     }
 
+    /** What an attached client gets from a job that failed for good with {@code cause}. */
+    private static Exception failedJob(String why, Throwable cause) {
+        return new org.apache.flink.runtime.client.JobExecutionException(
+                new org.apache.flink.api.common.JobID(),
+                "Job execution failed.",
+                new org.apache.flink.runtime.JobException(
+                        why, new org.apache.flink.util.SerializedThrowable(cause)));
+    }
+
     /**
      * A trainer whose CPU computes convolutions wrong ends the job without restarts (each attempt
      * would compute the same), and the console has its one line: what is wrong and what to set.
@@ -147,16 +156,10 @@ class MainTest {
                 "libtorch computes wrong convolutions on this CPU: the input gradient of a 3-d"
                         + " convolution of 4 to 3 channels is off by 92 %";
         Exception failedJob =
-                new org.apache.flink.runtime.client.JobExecutionException(
-                        new org.apache.flink.api.common.JobID(),
-                        "Job execution failed.",
-                        new org.apache.flink.runtime.JobException(
-                                "Recovery is suppressed by NoRestartBackoffTimeStrategy",
-                                new org.apache.flink.util.SerializedThrowable(
-                                        new org.apache.flink.runtime.execution
-                                                .SuppressRestartsException(
-                                                new io.minato.trainer.ConvolutionCheck.Wrong(
-                                                        line)))));
+                failedJob(
+                        "Recovery is suppressed by NoRestartBackoffTimeStrategy",
+                        new org.apache.flink.runtime.execution.SuppressRestartsException(
+                                new io.minato.trainer.ConvolutionCheck.Wrong(line)));
         java.io.StringWriter said = new java.io.StringWriter();
         assertThat(Failure.report(failedJob, new java.io.PrintWriter(said, true))).isEqualTo(1);
         assertThat(said.toString().lines()).containsExactly("error: " + line);
@@ -172,13 +175,9 @@ class MainTest {
             throws Exception {
         Path log = runDir.resolve("minato.log");
         Exception failedJob =
-                new org.apache.flink.runtime.client.JobExecutionException(
-                        new org.apache.flink.api.common.JobID(),
-                        "Job execution failed.",
-                        new org.apache.flink.runtime.JobException(
-                                "The failure is not recoverable",
-                                new org.apache.flink.util.SerializedThrowable(
-                                        new IllegalStateException("injected lasting fault"))));
+                failedJob(
+                        "The failure is not recoverable",
+                        new IllegalStateException("injected lasting fault"));
         String before = System.getProperty(RunLog.PROPERTY);
         System.setProperty(RunLog.PROPERTY, log.toString());
         java.io.StringWriter said = new java.io.StringWriter();

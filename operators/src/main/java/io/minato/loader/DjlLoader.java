@@ -19,7 +19,6 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 
 /**
  * The second baseline: DJL's own dataset loader. The samples are a DJL {@link RandomAccessDataset}
@@ -114,12 +113,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         feed = new DjlFeed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
-        failures =
-                new FailureMail(
-                        getContainingTask()
-                                .getMailboxExecutorFactory()
-                                .createExecutor(TaskMailbox.MIN_PRIORITY),
-                        this::surfaceFailure);
+        failures = FailureMail.to(getContainingTask(), this::surfaceFailure);
         executor =
                 Executors.newFixedThreadPool(
                         workers,

@@ -3,6 +3,8 @@ package io.minato.loader;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.RejectedExecutionException;
 import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.streaming.runtime.tasks.StreamTask;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 import org.apache.flink.util.function.ThrowingRunnable;
 
 /**
@@ -20,6 +22,12 @@ final class FailureMail {
     FailureMail(MailboxExecutor mailbox, ThrowingRunnable<? extends Exception> surface) {
         this.mailbox = mailbox;
         this.surface = surface;
+    }
+
+    /** Mail to {@code task}'s whole mailbox, as {@link PreparingOperator}'s own. */
+    static FailureMail to(StreamTask<?, ?> task, ThrowingRunnable<? extends Exception> surface) {
+        return new FailureMail(
+                task.getMailboxExecutorFactory().createExecutor(TaskMailbox.MIN_PRIORITY), surface);
     }
 
     /** Called on the failing thread; nothing for an interruption, which closing causes. */

@@ -23,7 +23,6 @@ import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 
 /**
  * The in-order baseline loader, with PyTorch {@code DataLoader} semantics: batch k is the k-th run
@@ -107,12 +106,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                 "in-order loader",
                 "; use more workers instead");
         inFlight = new ArrayDeque<>();
-        failures =
-                new FailureMail(
-                        getContainingTask()
-                                .getMailboxExecutorFactory()
-                                .createExecutor(TaskMailbox.MIN_PRIORITY),
-                        this::surfaceFailure);
+        failures = FailureMail.to(getContainingTask(), this::surfaceFailure);
         pool = new ExecutorService[workers];
         for (int w = 0; w < workers; w++) {
             String name = "in-order-loader-worker-" + w;
