@@ -1,6 +1,7 @@
 package io.minato.job;
 
 import io.minato.data.BadInputException;
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.Workloads;
@@ -22,7 +23,7 @@ public final class DataOptions {
     @Spec(Spec.Target.MIXEE)
     CommandSpec spec;
 
-    public static final long DEFAULT_SEED = 7;
+    public static final long DEFAULT_SEED = LoaderJob.DEFAULT_SEED;
 
     /** Where the demo dataset is generated when no --data is given. */
     public static final Path DEMO_DATA = Path.of("data");

@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
 import java.net.InetSocketAddress;

@@ -1,6 +1,7 @@
 package io.minato.job;
 
 import ai.djl.engine.Engine;
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.SimulatedAccelerator;

@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.job.workload.TrainingSet;
 import io.minato.trainer.TrainerSink;
 import java.io.PrintWriter;

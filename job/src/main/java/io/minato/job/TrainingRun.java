@@ -1,5 +1,6 @@
 package io.minato.job;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.job.report.ReportAssembly;
 import io.minato.job.report.RunReport;
 import io.minato.job.report.RunSampler;

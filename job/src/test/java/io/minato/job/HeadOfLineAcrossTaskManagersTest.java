@@ -2,6 +2,7 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.job.report.ReportAssembly;
 import io.minato.job.report.RunReport;
 import io.minato.loader.TimeoutPolicy;

@@ -2,6 +2,7 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.json.Json;
 import io.minato.loader.SampleRecipe;
 import io.minato.spi.Workload;

@@ -3,6 +3,7 @@ package io.minato.job;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.spi.Workload;
 import io.minato.trainer.SimulatedAccelerator;

@@ -2,6 +2,7 @@ package io.minato.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.minato.job.dataflow.LoaderJob;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.sample.Batch;
 import io.minato.trainer.Accelerator;

@@ -4,6 +4,7 @@ import io.minato.loader.SampleRecipe;
 import io.minato.loader.WorkerScheduler;
 import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
+import io.minato.spi.BatchSink;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
 import java.io.Serializable;
@@ -27,7 +28,7 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
  * Sink V2: a sink writer is not given the task's runtime context, and with it the GPUs of Flink's
  * external resource framework ({@link FlinkGpus}).
  */
-public final class TrainerSink implements Serializable {
+public final class TrainerSink implements BatchSink, Serializable {
     private static final long serialVersionUID = 1L;
 
     /** The operator's name, in the web UI and in metric names. */
@@ -104,6 +105,7 @@ public final class TrainerSink implements Serializable {
      * Whether each device must always get the same samples ({@link
      * AcceleratorFactory#keepsSamplesPerDevice}): the loader then deals them by sample.
      */
+    @Override
     public boolean keepsSamplesPerDevice() {
         return accelerator.keepsSamplesPerDevice();
     }
@@ -117,6 +119,7 @@ public final class TrainerSink implements Serializable {
      * before it where Flink can); the caller sets the uid and the parallelism, which must be the
      * number of devices, and routes batches of device i to subtask i.
      */
+    @Override
     public SingleOutputStreamOperator<Void> trainOn(DataStream<Batch> batches) {
         // A keyed stream routes device i's batches to subtask i; transformed as keyed, each
         // trainer would also get a keyed state backend (a RocksDB instance) it never uses, to

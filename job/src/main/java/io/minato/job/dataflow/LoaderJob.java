@@ -1,4 +1,4 @@
-package io.minato.job;
+package io.minato.job.dataflow;
 
 import io.minato.loader.AugmentOperator;
 import io.minato.loader.BatchAssembler;
@@ -18,8 +18,8 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
 import io.minato.sample.serde.SampleTypes;
+import io.minato.spi.BatchSink;
 import io.minato.spi.Workload;
-import io.minato.trainer.TrainerSink;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.util.Objects;
 import org.apache.flink.api.common.operators.SlotSharingGroup;
@@ -32,21 +32,27 @@ import org.apache.flink.streaming.api.graph.StreamGraphGenerator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 
 /**
- * The loader's dataflow, top to bottom, on a given environment and into a given trainer sink:
+ * The loader's dataflow, top to bottom, on a given environment and into a given sink of batches
+ * ({@link BatchSink}; the DJL trainers' is {@code io.minato.trainer.TrainerSink}):
  *
  * <pre>
  * SampleSource (p=F) => AugmentOperator (fast, p=F) --main--> union -> keyBy(device dealt to it)
  *                              |--side "slow", rescale--> SlowPath (p=S) -^  -> BatchAssembler (p=G)
- *                                                                     -> TrainerSink (p=G)
+ *                                                                     -> the sink (p=G)
  * </pre>
  *
  * where => is a chain: each fast worker runs in the task of its own share of the sample tasks, so
  * that no task waits in a network buffer (see {@link SampleSource}).
  *
- * <p>or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> TrainerSink, and
- * for DJL's own loader, SampleSource -> DjlLoader (DJL's DataIterable on W threads) -> TrainerSink.
+ * <p>or, for the in-order baseline, SampleSource -> InOrderLoader (W threads) -> the sink, and for
+ * DJL's own loader, SampleSource -> DjlLoader (DJL's DataIterable on W threads) -> the sink.
+ *
+ * <p>This package is the Java API: it knows nothing of the command line that drives it.
  */
 public final class LoaderJob {
+
+    /** The run seed when none is given. */
+    public static final long DEFAULT_SEED = 7;
 
     /** Which loader builds the batches. */
     public enum Loader {
@@ -167,18 +173,18 @@ public final class LoaderJob {
     }
 
     private final Settings settings;
-    private final TrainerSink sink;
+    private final BatchSink sink;
     private final TrainingSlots trainingSlots;
     private int pieceBytes = SampleChunks.MAX_BYTES;
 
-    public LoaderJob(Settings settings, TrainerSink sink) {
+    public LoaderJob(Settings settings, BatchSink sink) {
         this(settings, sink, TrainingSlots.SHARED);
     }
 
     /**
      * @param trainingSlots which slots the batchers and trainers take
      */
-    public LoaderJob(Settings settings, TrainerSink sink, TrainingSlots trainingSlots) {
+    public LoaderJob(Settings settings, BatchSink sink, TrainingSlots trainingSlots) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.sink = Objects.requireNonNull(sink, "sink");
         this.trainingSlots = Objects.requireNonNull(trainingSlots, "trainingSlots");
@@ -189,7 +195,7 @@ public final class LoaderJob {
      * most {@code maxBytes} of its patch ({@link SampleChunks#MAX_BYTES} unless told): for tests,
      * whose samples are far smaller than a real one.
      */
-    LoaderJob sendingPiecesOf(int maxBytes) {
+    public LoaderJob sendingPiecesOf(int maxBytes) {
         if (maxBytes < 1) {
             throw new IllegalArgumentException("piece bytes must be >= 1: " + maxBytes);
         }
@@ -224,10 +230,10 @@ public final class LoaderJob {
      */
     public static final class Builder {
         private Workload<?> workload;
-        private TrainerSink trainer;
+        private BatchSink trainer;
         private Loader loader = Loader.minato;
         private int epochs = 1;
-        private long seed = DataOptions.DEFAULT_SEED;
+        private long seed = DEFAULT_SEED;
         private int batch = 2;
         private int devices = 1;
         private int fastWorkers = 1;
@@ -245,8 +251,10 @@ public final class LoaderJob {
             return this;
         }
 
-        /** Where the batches go: one trainer per device. */
-        public Builder setTrainer(TrainerSink trainer) {
+        /**
+         * Where the batches go: one consumer per device (the DJL trainers' {@code TrainerSink}).
+         */
+        public Builder setTrainer(BatchSink trainer) {
             this.trainer = Objects.requireNonNull(trainer, "trainer");
             return this;
         }
