@@ -1,19 +1,19 @@
 package io.minato.job;
 
-import io.minato.data.BadInputException;
 import io.minato.job.dataflow.LoaderJob;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.Workloads;
 import io.minato.workload.kits19.CaseCache;
-import io.minato.workload.kits19.TransformConfig;
-import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.util.List;
+import java.util.Iterator;
+import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
 
 /**
  * The options that change what a sample is: shared by train and profile so that the names and
@@ -25,15 +25,12 @@ public final class DataOptions {
 
     public static final long DEFAULT_SEED = LoaderJob.DEFAULT_SEED;
 
-    /** Where the demo dataset is generated when no --data is given. */
-    public static final Path DEMO_DATA = Path.of("data");
-
     @Option(
             names = "--workload",
             paramLabel = "NAME",
             defaultValue = Workloads.DEFAULT,
-            converter = Workloads.Converter.class,
-            completionCandidates = Workloads.Names.class,
+            converter = WorkloadConverter.class,
+            completionCandidates = WorkloadNames.class,
             description =
                     "What the run trains: one of ${COMPLETION-CANDIDATES} (default:"
                             + " ${DEFAULT-VALUE}); --data says what each reads, docs/workloads.md"
@@ -135,7 +132,7 @@ public final class DataOptions {
     public RunReport.Tail tail;
 
     /** Parses {@code P,K}: P in [0, 1], K a whole number >= 1. */
-    static final class TailConverter implements picocli.CommandLine.ITypeConverter<RunReport.Tail> {
+    static final class TailConverter implements ITypeConverter<RunReport.Tail> {
         @Override
         public RunReport.Tail convert(String value) {
             String[] parts = value.split(",");
@@ -150,11 +147,26 @@ public final class DataOptions {
             } catch (NumberFormatException e) {
                 // the message below says what is expected
             }
-            throw new picocli.CommandLine.TypeConversionException(
+            throw new TypeConversionException(
                     "'"
                             + value
                             + "' is not P,K with P a fraction in [0, 1] and K a whole number >= 1"
                             + " (e.g. 0.05,50)");
+        }
+    }
+
+    /** Parses {@code --workload}. */
+    static final class WorkloadConverter extends TrainCommand.Parsed<JobWorkload> {
+        WorkloadConverter() {
+            super(Workloads::named);
+        }
+    }
+
+    /** {@code --workload}'s values, for {@code --help} and shell completion. */
+    static final class WorkloadNames implements Iterable<String> {
+        @Override
+        public Iterator<String> iterator() {
+            return Workloads.names().iterator();
         }
     }
 
@@ -164,25 +176,7 @@ public final class DataOptions {
         skip
     }
 
-    /**
-     * An input of {@code dir} that failed its checks: under {@code fail} it stops the run; under
-     * {@code skip} it is left out, listed in {@code quarantine} and said in one line on {@code
-     * err}.
-     */
-    public void leaveOut(
-            BadInputException problem,
-            Path dir,
-            List<RunReport.Quarantine> quarantine,
-            PrintWriter err)
-            throws BadInputException {
-        if (onBadSample == OnBadSample.fail) {
-            throw problem;
-        }
-        quarantine.add(RunReport.Quarantine.of(dir, problem));
-        err.println("skipped: " + problem.getMessage());
-    }
-
-    /** Whether the run uses the generated demo set. */
+    /** Whether the run uses the generated demo set (no {@code --data}). */
     public boolean demo() {
         return data == null;
     }
@@ -194,30 +188,18 @@ public final class DataOptions {
         return demo() ? workload.demoEdge() : workload.defaultEdge();
     }
 
-    /** The per-case cache these options ask for, over the given data folder. */
-    public CaseCache caseCache(Path dataDir) {
-        if (!caseCache) {
-            return CaseCache.disabled();
-        }
-        return cacheDir != null ? CaseCache.at(cacheDir) : CaseCache.forData(dataDir);
-    }
-
-    /**
-     * The bound on remembered decoded images in bytes per JVM: 0 when the cache is off, null for
-     * the default (a quarter of the heap of the JVM that prepares the samples); never negative.
-     */
-    public Long memoBytes() {
-        if (!caseCache) {
-            return 0L;
-        }
-        if (cacheMemoryMb == null) {
-            return null;
-        }
-        return cacheMemoryMb << 20;
-    }
-
-    public TransformConfig transformConfig() {
-        TransformConfig c = TransformConfig.mlperf(patchEdge());
-        return tail == null ? c : c.withTail(tail.fraction(), tail.factor());
+    /** What these options say the samples are. */
+    public DataSpec spec() {
+        return new DataSpec(
+                workload,
+                data,
+                patchEdge(),
+                seed,
+                evalCases,
+                onBadSample == OnBadSample.skip,
+                caseCache,
+                cacheDir,
+                cacheMemoryMb,
+                tail);
     }
 }

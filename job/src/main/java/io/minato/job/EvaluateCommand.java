@@ -4,6 +4,7 @@ import ai.djl.Device;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.kits19.Evaluation;
 import io.minato.job.workload.kits19.KitsData;
+import io.minato.trainer.gpu.DeviceRequest;
 import io.minato.trainer.gpu.DeviceSpec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -42,8 +43,9 @@ public final class EvaluateCommand implements Callable<Integer> {
             description =
                     "Where to run the model, as train's --devices: cpu, gpu (the first GPU) or"
                             + " gpu:I (also gpuI); the first of a list. Default: the first GPU if"
-                            + " there is one, else cpu.")
-    String devices;
+                            + " there is one, else cpu.",
+            converter = TrainCommand.DevicesConverter.class)
+    DeviceRequest devices = DeviceRequest.parse(null);
 
     @Spec CommandSpec spec;
 
@@ -57,14 +59,14 @@ public final class EvaluateCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         Device on;
         try {
-            DeviceSpec dev = DeviceSpec.parse(devices, "--devices");
+            DeviceSpec dev = DeviceSpec.resolve(devices);
             dev.fallbackNotice().ifPresent(err::println);
             dev = RunPlan.withTorchDevices(dev, err);
             on = DeviceSpec.djlDevice(dev.devices().get(0));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        KitsData.Cases cases = KitsData.cases(data, err);
+        KitsData.Cases cases = KitsData.cases(data.spec(), err);
         if (cases.held().isEmpty()) {
             throw new ParameterException(
                     spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");

@@ -4,6 +4,8 @@ import io.minato.job.generate.GenerateCommand;
 import io.minato.job.profile.ProfileCommand;
 import io.minato.job.profile.StepTimeCommand;
 import io.minato.job.report.PlotCommand;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -55,11 +57,23 @@ public final class Main {
                 (e, a) -> {
                     e.getCommandLine()
                             .getErr()
-                            .println("error: " + e.getMessage() + " (see --help)");
+                            .println("error: " + usage(e.getMessage()) + " (see --help)");
                     return CommandLine.ExitCode.USAGE;
                 });
         cli.setExecutionExceptionHandler(
                 (e, commandLine, parseResult) -> Failure.report(e, commandLine.getErr()));
         return cli.execute(args);
+    }
+
+    private static final Pattern INVALID_VALUE =
+            Pattern.compile("Invalid value for option '(--[\\w-]+)': (\\1 .*)", Pattern.DOTALL);
+
+    /**
+     * A usage error's line: picocli's "Invalid value for option '--x': " left out where the
+     * option's own check already names the option.
+     */
+    static String usage(String message) {
+        Matcher m = INVALID_VALUE.matcher(message);
+        return m.matches() ? m.group(2) : message;
     }
 }

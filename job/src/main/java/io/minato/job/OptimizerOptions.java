@@ -1,7 +1,6 @@
 package io.minato.job;
 
 import io.minato.trainer.TrainingSettings;
-import java.util.ArrayList;
 import java.util.List;
 import picocli.CommandLine.Option;
 
@@ -53,21 +52,35 @@ public final class OptimizerOptions {
             paramLabel = "S",
             description =
                     "Global steps after which the learning rate is multiplied by --lr-decay-factor"
-                            + " (default: none).")
-    List<Long> lrDecaySteps = new ArrayList<>();
+                            + " (default: none; train on the demo set: "
+                            + DemoSchedule.DECAY_STEP
+                            + ").")
+    List<Long> lrDecaySteps;
 
     @Option(
             names = "--lr-decay-factor",
             paramLabel = "F",
-            description = "Learning-rate factor at each decay step (default: ${DEFAULT-VALUE}).")
-    float lrDecayFactor = 1f;
+            description =
+                    "Learning-rate factor at each decay step (default: 1; train on the demo set: "
+                            + DemoSchedule.DECAY_FACTOR
+                            + ").")
+    Float lrDecayFactor;
+
+    /** The optimizer these options set, with no decay where they give none. */
+    public TrainingSettings settings(double width, float defaultLearningRate, long seed) {
+        return settings(width, defaultLearningRate, seed, List.of(), 1f);
+    }
 
     /**
-     * The optimizer for a network of {@code width} whose workload trains at {@code
-     * defaultLearningRate} unless told otherwise; its checks fail with an {@link
-     * IllegalArgumentException}.
+     * The optimizer these options set, the learning rate and the decay they leave out taken from
+     * the defaults given.
      */
-    public TrainingSettings settings(double width, float defaultLearningRate, long seed) {
+    public TrainingSettings settings(
+            double width,
+            float defaultLearningRate,
+            long seed,
+            List<Long> defaultDecaySteps,
+            float defaultDecayFactor) {
         return TrainingSettings.builder()
                 .setWidth(width)
                 .setLearningRate(learningRate != null ? learningRate : defaultLearningRate)
@@ -75,7 +88,9 @@ public final class OptimizerOptions {
                 .optWeightDecay(weightDecay)
                 .optNesterov(nesterov)
                 .optWarmUp(warmupSteps, warmupStartLr)
-                .optDecay(lrDecaySteps, lrDecayFactor)
+                .optDecay(
+                        lrDecaySteps != null ? lrDecaySteps : defaultDecaySteps,
+                        lrDecayFactor != null ? lrDecayFactor : defaultDecayFactor)
                 .setSeed(seed)
                 .build();
     }

@@ -1,11 +1,12 @@
 package io.minato.job;
 
-import ai.djl.engine.Engine;
 import io.minato.job.dataflow.LoaderJob;
+import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSpec;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.trainer.AcceleratorFactory;
-import io.minato.trainer.SimulatedAccelerator;
 import io.minato.trainer.TrainingSettings;
+import io.minato.trainer.gpu.DeviceRequest;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.TrainingDevice;
 import java.io.IOException;
@@ -13,26 +14,81 @@ import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.List;
 import java.util.OptionalInt;
-import picocli.CommandLine.ParameterException;
 
 /**
- * The train command's options checked against each other and against where the run goes (this
- * process's MiniCluster, or a cluster under {@code flink run}): the devices, the workers, the
- * deadline, the accelerator and its optimizer, the ports and output files. Everything here is
- * decided before a sample is read; a problem is a usage error naming the option.
+ * One training run, decided before a sample is read and not changed after: the options, each typed
+ * and checked where it was given ({@link Options}), resolved once against where the run goes (this
+ * process's MiniCluster, or a cluster under {@code flink run}): its cores, devices, workers, slots
+ * and network buffers, the accelerator and its optimizer, the ports and output files. {@link
+ * TrainingRun}, the report and a detached run read this and nothing of the command line. A problem
+ * is an {@link IllegalArgumentException} whose one line names the option.
  */
 final class RunPlan {
-    final TrainCommand options;
+
+    /**
+     * What the train command's options ask for, each value typed and checked at its option.
+     *
+     * @param optimizer the real accelerator's optimizer, from the learning rate the workload trains
+     *     at by default and the seed
+     * @param slowWorkers {@code --slow-workers}; null: as many as the fast workers
+     * @param serveTokenFile null: no token
+     * @param report null: no report file
+     * @param trace null: no trace file
+     * @param runDir null: a new folder under {@code runs/} named by the time
+     * @param metricsPort null: no metrics served
+     * @param restoreFrom the checkpoint a resumed run starts from; null: a new run
+     */
+    record Options(
+            DataSpec data,
+            LoaderJob.Loader loader,
+            int epochs,
+            int batch,
+            double width,
+            Optimizer optimizer,
+            DeviceRequest devices,
+            Workers workers,
+            Integer slowWorkers,
+            TimeoutPolicy timeout,
+            AcceleratorChoice accelerator,
+            String serveBind,
+            Path serveTokenFile,
+            int queueDepth,
+            Path report,
+            Path trace,
+            Path runDir,
+            Duration checkpointInterval,
+            int restartAttempts,
+            boolean webUi,
+            boolean plots,
+            int restPort,
+            Integer metricsPort,
+            long progressMillis,
+            Path restoreFrom) {}
+
+    /** The real accelerator's optimizer settings, once the workload's learning rate is known. */
+    @FunctionalInterface
+    interface Optimizer {
+        TrainingSettings settings(float defaultLearningRate, long seed);
+    }
+
+    /** Where the devices listen and what a training process must present. */
+    record Serving(String bind, int port, String token) {}
+
+    final Options options;
 
     /** The training runs in this process (not under flink run): web UI, memory, progress. */
     final boolean embedded;
 
     /** Submitted with {@code flink run -d}: no client waits, the job writes its own report. */
     final boolean detached;
+
+    /** This machine's cores (a client's, under flink run). */
+    final int cores;
 
     final DeviceSpec devices;
 
@@ -46,36 +102,35 @@ final class RunPlan {
 
     final int fastWorkers;
     final int slowWorkers;
-    final TimeoutPolicy timeout;
 
-    /** The real accelerator's optimizer, before the data says which network; null: simulated. */
+    /** Which slots the batchers and trainers take. */
+    final LoaderJob.TrainingSlots trainingSlots;
+
+    /** The slots the job needs, and the network buffers it needs in one TaskManager. */
+    final int slots;
+
+    final long networkBuffers;
+
+    /** The real accelerator's optimizer, before the data says which network; null: not real. */
     final TrainingSettings optimizer;
 
-    /** The simulated accelerator; null: real. */
+    /** The simulated accelerator; null: not simulated. */
     final AcceleratorFactory simulated;
 
     /** {@code --accelerator serve}: where the devices serve PyTorch processes; null: not served. */
     final Serving serving;
 
-    /** Where the devices listen and what a training process must present. */
-    record Serving(String bind, int port, String token) {}
-
     final int restPort;
     final Integer metricsPort;
 
-    private RunPlan(TrainCommand o, PrintWriter err) {
+    /** The run's folder: {@code --run-dir}, or a new one under {@code runs/} named by the time. */
+    final Path runDir;
+
+    private RunPlan(Options o, PrintWriter err) {
         options = o;
         embedded = FlinkSetup.embedded();
-        scheduled = o.workers.equalsIgnoreCase("auto");
-        int fast = scheduled ? Runtime.getRuntime().availableProcessors() : parseWorkers(o.workers);
-        requireAtLeast("--workers", fast, 1);
-        if (o.slowWorkers != null) {
-            requireAtLeast("--slow-workers", o.slowWorkers, 1);
-        }
-        requireAtLeast("--queue-depth", o.queueDepth, 1);
-        requireAtLeast("--checkpoint-interval", o.checkpointMillis, 10);
-        requireAtLeast("--restart-attempts", o.restartAttempts, 0);
-        requireAtLeast("--progress-interval", o.progressMillis, 0);
+        cores = Runtime.getRuntime().availableProcessors();
+        scheduled = o.workers().auto();
         // Submitted to a cluster whose TaskManagers get GPUs from Flink: the trainers take
         // theirs there, in whichever TaskManagers have them; this machine's GPUs (a client's) do
         // not matter. In application mode main() runs in the JobManager, before TaskManagers
@@ -85,7 +140,7 @@ final class RunPlan {
                 flinkGpus > 0 && !FlinkSetup.applicationMode()
                         ? ClusterSlots.gpus(FlinkSetup.clientConfiguration())
                         : OptionalInt.empty();
-        DeviceSpec dev = DeviceSpec.parseForCluster(o.devices, flinkGpus, clusterGpus);
+        DeviceSpec dev = DeviceSpec.resolveForCluster(o.devices(), flinkGpus, clusterGpus);
         dev.fallbackNotice().ifPresent(err::println);
         clusterSlots =
                 embedded || FlinkSetup.applicationMode()
@@ -99,120 +154,126 @@ final class RunPlan {
             throw new IllegalArgumentException(
                     ClusterSlots.tooFewGpus(dev.devices().size(), clusterGpus.getAsInt()));
         }
+        int fast = scheduled ? cores : o.workers().count();
         if (scheduled && clusterSlots.isPresent()) {
             // On a cluster: a worker for every slot the trainers leave, on whichever
             // TaskManagers hold them (this client's cores say nothing about them).
             fast = ClusterSlots.preparationWorkers(clusterSlots.getAsInt(), dev.devices().size());
         }
         fastWorkers = fast;
-        slowWorkers = o.slowWorkers != null ? o.slowWorkers : fast;
-        timeout = TimeoutPolicy.parse(o.timeout);
-        DataOptions data = o.data;
-        data.workload.check(data);
-        Serving serve = serving(o);
-        if (serve != null) {
-            if (o.loader != LoaderJob.Loader.minato && dev.devices().size() > 1) {
+        slowWorkers = o.slowWorkers() != null ? o.slowWorkers() : fast;
+        DataSpec data = o.data();
+        data.workload().check(data);
+        if (o.accelerator() instanceof AcceleratorChoice.Serve serve) {
+            if (o.loader() != LoaderJob.Loader.minato && dev.devices().size() > 1) {
                 throw new IllegalArgumentException(
                         "--loader "
-                                + o.loader
+                                + o.loader()
                                 + " deals whole batches in turn: serving several ranks takes"
                                 + " --loader minato");
             }
+            serving = serving(o, serve.port());
             optimizer = null;
-            simulated = null;
-        } else if (o.accelerator.equals("real")) {
+        } else if (o.accelerator() instanceof AcceleratorChoice.Real) {
             if (!dev.fromFlink()) {
                 dev = withTorchDevices(dev, err);
             }
-            data.workload.checkForNetwork(data);
-            optimizer =
-                    o.optimizer.settings(
-                            o.model.width(), data.workload.defaultLearningRate(), data.seed);
-            simulated = null;
+            data.workload().checkForNetwork(data);
+            optimizer = o.optimizer().settings(data.workload().defaultLearningRate(), data.seed());
+            serving = serving(o, -1);
         } else {
             optimizer = null;
-            simulated = SimulatedAccelerator.parse(o.accelerator);
+            serving = serving(o, -1);
         }
-        serving = serve;
+        simulated = o.accelerator().simulated();
         devices = dev;
-        int rest = o.restPort;
-        if (o.webUi && embedded) {
+        int g = dev.devices().size();
+        // On a cluster preparation may run on other hosts than training, and training where
+        // Flink's GPUs are when the cluster declares them.
+        trainingSlots =
+                embedded
+                        ? LoaderJob.TrainingSlots.SHARED
+                        : dev.fromFlink()
+                                ? LoaderJob.TrainingSlots.ON_GPUS
+                                : LoaderJob.TrainingSlots.APART;
+        slots = LoaderJob.slots(o.loader(), fastWorkers, slowWorkers, g, trainingSlots);
+        if (clusterSlots.isPresent() && clusterSlots.getAsInt() < slots) {
+            // Flink would wait for slots that never come, then fail minutes later.
+            throw new IllegalArgumentException(
+                    ClusterSlots.tooFew(clusterSlots.getAsInt(), slots, g));
+        }
+        networkBuffers = LoaderJob.networkBuffers(o.loader(), fastWorkers, slowWorkers, g);
+        int rest = o.restPort();
+        if (o.webUi() && embedded) {
             // Before anything is read or written; 0: a free port, which the start line shows.
             rest = rest == 0 ? FlinkSetup.freePort() : rest;
             FlinkSetup.requireFree(rest);
         }
         restPort = rest;
-        metricsPort = o.metricsPort == null ? null : metricsPort(o.metricsPort);
+        metricsPort = o.metricsPort() == null ? null : metricsPort(o.metricsPort());
         // Before any sample: a report or trace that cannot be written is lost after the run.
-        if (o.report != null) {
-            OutputPaths.requireWritableFile("--report", o.report);
+        if (o.report() != null) {
+            OutputPaths.requireWritableFile("--report", o.report());
         }
-        if (o.trace != null) {
-            OutputPaths.requireWritableFile("--trace", o.trace);
+        if (o.trace() != null) {
+            OutputPaths.requireWritableFile("--trace", o.trace());
         }
         detached = !embedded && FlinkSetup.detached();
+        runDir =
+                o.runDir() != null
+                        ? o.runDir()
+                        : Path.of(
+                                "runs",
+                                LocalDateTime.now()
+                                        .format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
     }
 
-    /** {@code --accelerator serve[:PORT]} and its options; null for another accelerator. */
-    private static Serving serving(TrainCommand o) {
-        String a = o.accelerator;
-        if (!a.equals("serve") && !a.startsWith("serve:")) {
-            if (o.serveTokenFile != null || !o.serveBind.equals("127.0.0.1")) {
+    /** Resolves the options; a problem is an {@link IllegalArgumentException} naming the option. */
+    static RunPlan of(Options o, PrintWriter err) {
+        return new RunPlan(o, err);
+    }
+
+    /**
+     * Where the devices serve, on {@code port} ({@code -1}: not served, when the serving options
+     * must be absent).
+     */
+    private static Serving serving(Options o, int port) {
+        if (port < 0) {
+            if (o.serveTokenFile() != null || !o.serveBind().equals("127.0.0.1")) {
                 throw new IllegalArgumentException(
                         "--serve-bind and --serve-token-file go with --accelerator serve");
             }
             return null;
         }
-        int port = 0;
-        if (a.startsWith("serve:")) {
-            try {
-                port = Integer.parseInt(a.substring("serve:".length()));
-            } catch (NumberFormatException e) {
-                port = -1;
-            }
-            if (port < 1 || port > 65535) {
-                throw new IllegalArgumentException(
-                        "bad accelerator '" + a + "': expected serve or serve:PORT, PORT 1-65535");
-            }
-        }
         String token = null;
-        if (o.serveTokenFile != null) {
+        if (o.serveTokenFile() != null) {
             try {
-                List<String> lines = Files.readAllLines(o.serveTokenFile);
+                List<String> lines = Files.readAllLines(o.serveTokenFile());
                 token = lines.isEmpty() ? "" : lines.get(0).strip();
             } catch (IOException e) {
                 throw new IllegalArgumentException(
-                        "--serve-token-file " + o.serveTokenFile + ": cannot read it: " + e);
+                        "--serve-token-file " + o.serveTokenFile() + ": cannot read it: " + e);
             }
             if (token.isEmpty()) {
                 throw new IllegalArgumentException(
-                        "--serve-token-file " + o.serveTokenFile + ": the first line is empty");
+                        "--serve-token-file " + o.serveTokenFile() + ": the first line is empty");
             }
         }
         InetAddress bind;
         try {
-            bind = InetAddress.getByName(o.serveBind);
+            bind = InetAddress.getByName(o.serveBind());
         } catch (IOException e) {
             throw new IllegalArgumentException(
-                    "--serve-bind " + o.serveBind + ": not an address of this host");
+                    "--serve-bind " + o.serveBind() + ": not an address of this host");
         }
         if (!bind.isLoopbackAddress() && token == null) {
             throw new IllegalArgumentException(
                     "--serve-bind "
-                            + o.serveBind
+                            + o.serveBind()
                             + " serves other hosts: give --serve-token-file, whose token every"
                             + " training process must present");
         }
-        return new Serving(o.serveBind, port, token);
-    }
-
-    /** Checks the options; a problem is a usage error of {@code o}'s command line. */
-    static RunPlan of(TrainCommand o, PrintWriter err) {
-        try {
-            return new RunPlan(o, err);
-        } catch (IllegalArgumentException e) {
-            throw new ParameterException(o.spec.commandLine(), e.getMessage());
-        }
+        return new Serving(o.serveBind(), port, token);
     }
 
     private Integer metricsPort(int port) {
@@ -221,10 +282,6 @@ final class RunPlan {
                     "--metrics-port serves the embedded run's metrics; a cluster reports"
                             + " through the metrics.reporter.* keys of its config.yaml"
                             + " (see flink-conf/config.yaml)");
-        }
-        if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException(
-                    "--metrics-port must be a port (0-65535), not " + port);
         }
         port = port == 0 ? FlinkSetup.freePort() : port;
         FlinkSetup.requireFree(
@@ -236,33 +293,16 @@ final class RunPlan {
         return port;
     }
 
-    /** The run's folder: {@code --run-dir}, or a new one under {@code runs/} named by the time. */
-    Path runDir() {
-        return options.runDir != null
-                ? options.runDir
-                : Path.of(
-                        "runs",
-                        LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
-    }
-
     /** Whether Minato's loader runs (the baselines have no slow path). */
     boolean minato() {
-        return options.loader == LoaderJob.Loader.minato;
+        return options.loader() == LoaderJob.Loader.minato;
     }
 
-    private static void requireAtLeast(String option, long value, long least) {
-        if (value < least) {
-            throw new IllegalArgumentException(option + " must be >= " + least + ", not " + value);
-        }
-    }
-
-    private static int parseWorkers(String value) {
-        try {
-            return Integer.parseInt(value.trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(
-                    "--workers must be auto or a number, not '" + value + "'");
-        }
+    /** The workers the report counts: Minato's fast and slow, or the baselines' threads. */
+    RunReport.Workers workers() {
+        boolean m = minato();
+        return new RunReport.Workers(
+                m ? fastWorkers : fastWorkers + slowWorkers, m ? slowWorkers : 0, m && scheduled);
     }
 
     /**
@@ -271,11 +311,7 @@ final class RunPlan {
      */
     static DeviceSpec withTorchDevices(DeviceSpec dev, PrintWriter err) {
         boolean wantsGpu = dev.devices().stream().anyMatch(TrainingDevice::isGpu);
-        if (!wantsGpu) {
-            return dev;
-        }
-        int torchGpus = Engine.getEngine("PyTorch").getGpuCount();
-        if (torchGpus > 0) {
+        if (!wantsGpu || DeviceSpec.torchGpus() > 0) {
             return dev;
         }
         int n = dev.devices().size();
@@ -285,6 +321,6 @@ final class RunPlan {
                         + " cpu device(s) instead of '"
                         + dev.spec()
                         + "' (set PYTORCH_LIBRARY_PATH to a CUDA libtorch 2.7.1, see README)");
-        return DeviceSpec.parse(n == 1 ? "cpu" : "cpu:" + n);
+        return DeviceSpec.cpus(n);
     }
 }

@@ -1,18 +1,24 @@
 package io.minato.job;
 
 import io.minato.job.dataflow.LoaderJob;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.TrainingSet;
+import io.minato.loader.TimeoutPolicy;
 import io.minato.trainer.TrainerSink;
+import io.minato.trainer.gpu.DeviceRequest;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -20,6 +26,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
 
 /**
  * Runs the loader as a Flink job into the trainer sink and reports how busy the devices were: the
@@ -38,20 +45,25 @@ public final class TrainCommand implements Callable<Integer> {
 
     @Mixin OptimizerOptions optimizer = new OptimizerOptions();
 
-    int epochs = 2;
+    static final int DEFAULT_EPOCHS = 2;
+
+    /** {@code --epochs}; null: the default, the demo's on the demo set. */
+    Integer epochs;
 
     @Option(
             names = "--epochs",
             paramLabel = "E",
             description =
-                    "Passes over the training cases (default: 2; train with no arguments at all"
-                            + " runs the demo: "
+                    "Passes over the training cases (default: "
+                            + DEFAULT_EPOCHS
+                            + "; on the demo set, with no --data,"
+                            + " the demo's "
                             + DemoSchedule.EPOCHS
-                            + " epochs on the demo set, the learning rate x "
+                            + ", with the learning rate x "
                             + DemoSchedule.DECAY_FACTOR
                             + " after step "
                             + DemoSchedule.DECAY_STEP
-                            + ").")
+                            + " unless --lr-decay-steps or --lr-decay-factor say otherwise).")
     void setEpochs(int value) {
         requireAtLeast("--epochs", value, 1);
         epochs = value;
@@ -64,8 +76,9 @@ public final class TrainCommand implements Callable<Integer> {
             paramLabel = "SPEC",
             description =
                     "cpu, cpu:N (N trainer replicas on the CPU), gpu (all), gpus:N (N GPUs), gpu:0,1,... (default:"
-                            + " gpu if present, else cpu).")
-    String devices;
+                            + " gpu if present, else cpu).",
+            converter = DevicesConverter.class)
+    DeviceRequest devices = DeviceRequest.parse(null);
 
     @Option(
             names = "--loader",
@@ -82,8 +95,9 @@ public final class TrainCommand implements Callable<Integer> {
                             + " W + S, the same thread count. auto: as many as cores, paced by"
                             + " the worker scheduler, which sets how many prepare at once from the"
                             + " devices' queues and the CPU the trainers leave; a number: that"
-                            + " many, each preparing whenever it has work (default: auto).")
-    String workers = "auto";
+                            + " many, each preparing whenever it has work (default: auto).",
+            converter = WorkersConverter.class)
+    Workers workers = Workers.AUTO;
 
     @Option(
             names = "--slow-workers",
@@ -92,13 +106,20 @@ public final class TrainCommand implements Callable<Integer> {
                     "Minato's slow-path workers, besides the W fast ones (default: W; idle ones"
                             + " cost nothing, and a heavy tail needs the cores the fast workers"
                             + " leave).")
+    void setSlowWorkers(int value) {
+        requireAtLeast("--slow-workers", value, 1);
+        slowWorkers = value;
+    }
+
+    /** {@code --slow-workers}; null: as many as the fast workers. */
     Integer slowWorkers;
 
     @Option(
             names = "--timeout",
             paramLabel = "auto|MS",
-            description = "The fast/slow deadline (default: ${DEFAULT-VALUE}).")
-    String timeout = "auto";
+            description = "The fast/slow deadline (default: auto).",
+            converter = TimeoutConverter.class)
+    TimeoutPolicy timeout = TimeoutPolicy.parse("auto");
 
     @Option(
             names = "--accelerator",
@@ -107,8 +128,9 @@ public final class TrainCommand implements Callable<Integer> {
                     "Real DJL training; a step that sleeps MS ms and uses no CPU; or serve each"
                             + " device's batches to rank r of a PyTorch training script (the"
                             + " python/ package), device r on PORT + r (no PORT: any free port,"
-                            + " written to RUN_DIR/serving/rank-r.json). Default: ${DEFAULT-VALUE}.")
-    String accelerator = "real";
+                            + " written to RUN_DIR/serving/rank-r.json). Default: ${DEFAULT-VALUE}.",
+            converter = AcceleratorConverter.class)
+    AcceleratorChoice accelerator = new AcceleratorChoice.Real();
 
     @Option(
             names = "--serve-bind",
@@ -130,7 +152,15 @@ public final class TrainCommand implements Callable<Integer> {
     @Option(
             names = "--queue-depth",
             paramLabel = "Q",
-            description = "Batches queued in front of each device (default: ${DEFAULT-VALUE}).")
+            description =
+                    "Batches queued in front of each device (default: "
+                            + TrainerSink.DEFAULT_QUEUE_DEPTH
+                            + ").")
+    void setQueueDepth(int value) {
+        requireAtLeast("--queue-depth", value, 1);
+        queueDepth = value;
+    }
+
     int queueDepth = TrainerSink.DEFAULT_QUEUE_DEPTH;
 
     @Option(names = "--report", paramLabel = "FILE", description = "Write the report JSON here.")
@@ -155,9 +185,17 @@ public final class TrainCommand implements Callable<Integer> {
             description =
                     "Checkpoint interval in milliseconds; a checkpoint pending three intervals (at"
                             + " least 10 s) fails and the next is taken, and three failed in a row"
-                            + " fail the job over to its last checkpoint (default:"
-                            + " ${DEFAULT-VALUE}).")
-    long checkpointMillis = 2000;
+                            + " fail the job over to its last checkpoint (default: "
+                            + DEFAULT_CHECKPOINT_MILLIS
+                            + ").")
+    void setCheckpointMillis(long value) {
+        requireAtLeast("--checkpoint-interval", value, 10);
+        checkpointMillis = value;
+    }
+
+    static final long DEFAULT_CHECKPOINT_MILLIS = 2000;
+
+    long checkpointMillis = DEFAULT_CHECKPOINT_MILLIS;
 
     @Option(
             names = "--restart-attempts",
@@ -166,8 +204,14 @@ public final class TrainCommand implements Callable<Integer> {
                     "Failures since the last completed checkpoint the job recovers from"
                             + " (restarting after 0.1 s, doubling to 2 s): a job that checkpoints"
                             + " between failures goes on however often they come, while N + 1"
-                            + " without a checkpoint between them stop it; 0: none (default:"
-                            + " ${DEFAULT-VALUE}).")
+                            + " without a checkpoint between them stop it; 0: none (default: "
+                            + TrainerSink.DEFAULT_RESTARTS_WITHOUT_CHECKPOINT
+                            + ").")
+    void setRestartAttempts(int value) {
+        requireAtLeast("--restart-attempts", value, 0);
+        restartAttempts = value;
+    }
+
     int restartAttempts = TrainerSink.DEFAULT_RESTARTS_WITHOUT_CHECKPOINT;
 
     @Option(
@@ -205,6 +249,15 @@ public final class TrainCommand implements Callable<Integer> {
                     "Serve the run's metrics (Flink's and the loader's) for Prometheus on"
                             + " http://localhost:PORT/metrics; 0 picks a free port, shown on the"
                             + " start line (default: none).")
+    void setMetricsPort(int value) {
+        if (value < 0 || value > 65535) {
+            throw new ParameterException(
+                    spec.commandLine(), "--metrics-port must be a port (0-65535), not " + value);
+        }
+        metricsPort = value;
+    }
+
+    /** {@code --metrics-port}; null: none. */
     Integer metricsPort;
 
     @Option(
@@ -226,9 +279,17 @@ public final class TrainCommand implements Callable<Integer> {
             paramLabel = "MS",
             description =
                     "A progress line this often while training on the embedded cluster, redrawn in"
-                            + " place (at least every second) on a terminal; 0: none (default:"
-                            + " ${DEFAULT-VALUE}).")
-    long progressMillis = 5000;
+                            + " place (at least every second) on a terminal; 0: none (default: "
+                            + DEFAULT_PROGRESS_MILLIS
+                            + ").")
+    void setProgressMillis(long value) {
+        requireAtLeast("--progress-interval", value, 0);
+        progressMillis = value;
+    }
+
+    static final long DEFAULT_PROGRESS_MILLIS = 5000;
+
+    long progressMillis = DEFAULT_PROGRESS_MILLIS;
 
     /** A resumed run's checkpoint: the job starts from it. */
     Path restoreFrom;
@@ -248,13 +309,19 @@ public final class TrainCommand implements Callable<Integer> {
         if (resume != null) {
             return resumed(err);
         }
-        if (spec.commandLine().getParseResult().expandedArgs().isEmpty()) {
-            err.println(DemoSchedule.notice());
-            return again(DemoSchedule.args(), null);
+        RunPlan.Options options = options();
+        RunPlan plan;
+        try {
+            plan = RunPlan.of(options, err);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        RunPlan plan = RunPlan.of(this, err);
-        TrainingSet set = data.workload.open(data, err);
-        Path run = plan.runDir();
+        DataSpec samples = options.data();
+        if (DemoSchedule.appliesTo(samples) && restoreFrom == null) {
+            err.println(DemoSchedule.notice(options.epochs(), plan.optimizer));
+        }
+        TrainingSet set = samples.workload().open(samples, err);
+        Path run = plan.runDir;
         try {
             OutputPaths.createRunDir(run);
         } catch (IllegalArgumentException e) {
@@ -263,6 +330,49 @@ public final class TrainCommand implements Callable<Integer> {
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
         RunLog.into(run);
         return new TrainingRun(plan, set, run).execute(spec.commandLine().getOut(), err);
+    }
+
+    /**
+     * What the options ask for, typed: on the demo set (no {@code --data}) the demo's schedule
+     * where {@code --epochs}, {@code --lr-decay-steps} and {@code --lr-decay-factor} are not given.
+     */
+    RunPlan.Options options() {
+        DataSpec samples = data.spec();
+        boolean demo = DemoSchedule.appliesTo(samples);
+        return new RunPlan.Options(
+                samples,
+                loader,
+                epochs != null ? epochs : demo ? DemoSchedule.EPOCHS : DEFAULT_EPOCHS,
+                batch.batch(),
+                model.width(),
+                (lr, seed) ->
+                        demo
+                                ? optimizer.settings(
+                                        model.width(),
+                                        lr,
+                                        seed,
+                                        List.of(DemoSchedule.DECAY_STEP),
+                                        DemoSchedule.DECAY_FACTOR)
+                                : optimizer.settings(model.width(), lr, seed),
+                devices,
+                workers,
+                slowWorkers,
+                timeout,
+                accelerator,
+                serveBind,
+                serveTokenFile,
+                queueDepth,
+                report,
+                trace,
+                runDir,
+                Duration.ofMillis(checkpointMillis),
+                restartAttempts,
+                webUi,
+                plots,
+                restPort,
+                metricsPort,
+                progressMillis,
+                restoreFrom);
     }
 
     /**
@@ -336,6 +446,52 @@ public final class TrainCommand implements Callable<Integer> {
         TrainCommand run = again.getCommand();
         run.restoreFrom = checkpoint;
         return run.call();
+    }
+
+    /**
+     * An option's value parsed by a typed value's own {@code parse}, whose one-line refusal (an
+     * {@link IllegalArgumentException}) picocli reports as the option's.
+     */
+    abstract static class Parsed<T> implements ITypeConverter<T> {
+        private final Function<String, T> parse;
+
+        Parsed(Function<String, T> parse) {
+            this.parse = parse;
+        }
+
+        @Override
+        public T convert(String value) {
+            try {
+                return parse.apply(value);
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    static final class WorkersConverter extends Parsed<Workers> {
+        WorkersConverter() {
+            super(Workers::parse);
+        }
+    }
+
+    /** {@code --devices}, parsed here only ({@code evaluate} takes it too). */
+    static final class DevicesConverter extends Parsed<DeviceRequest> {
+        DevicesConverter() {
+            super(DeviceRequest::parse);
+        }
+    }
+
+    static final class TimeoutConverter extends Parsed<TimeoutPolicy> {
+        TimeoutConverter() {
+            super(TimeoutPolicy::parse);
+        }
+    }
+
+    static final class AcceleratorConverter extends Parsed<AcceleratorChoice> {
+        AcceleratorConverter() {
+            super(AcceleratorChoice::parse);
+        }
     }
 
     /** Paths compare as absolute paths (the run stores them so), anything else as text. */

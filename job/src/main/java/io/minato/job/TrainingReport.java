@@ -30,7 +30,7 @@ final class TrainingReport {
     }
 
     void write(Map<String, Object> accumulators, RunReport.Measurements measured) throws Exception {
-        TrainCommand o = r.options;
+        RunPlan.Options o = r.options;
         TrainingSet set = r.set;
         Path run = r.run;
         RunReport.Outcome outcome = r.report.outcome(accumulators);
@@ -48,7 +48,7 @@ final class TrainingReport {
                             new TrainingSet.Trained(
                                     run.resolve("model-device-0"),
                                     factory.settings().network(),
-                                    o.model.width(),
+                                    o.width(),
                                     factory.device(0)),
                             err);
         }
@@ -57,14 +57,14 @@ final class TrainingReport {
         for (RunReport.Quarantine q : outcome.quarantined()) {
             err.println("skipped: " + set.dir().resolve(q.file()) + ": " + q.reason());
         }
-        if (o.report != null) {
-            report.write(o.report);
+        if (o.report() != null) {
+            report.write(o.report());
         }
-        if (o.trace != null) {
-            TraceFiles.merge(run, o.trace);
+        if (o.trace() != null) {
+            TraceFiles.merge(run, o.trace());
         }
-        if (o.plots) {
-            writePlots(run, measured.memory(), r.plan.devices.devices().size(), err);
+        if (o.plots()) {
+            writePlots(run, measured.memory(), r.plan.devices.devices().size(), r.plan.cores, err);
         }
         out.println(report.summaryLine());
         out.flush();
@@ -76,14 +76,14 @@ final class TrainingReport {
      * costs a warning line, never the run.
      */
     private static void writePlots(
-            Path run, List<RunSampler.Sample> samples, int devices, PrintWriter err) {
+            Path run, List<RunSampler.Sample> samples, int devices, int cores, PrintWriter err) {
         try {
             List<Path> written =
                     RunPlots.write(
                             run,
                             samples == null ? List.of() : samples,
                             devices,
-                            Runtime.getRuntime().availableProcessors(),
+                            cores,
                             TraceFiles.prepMillisByPath(run));
             if (!written.isEmpty()) {
                 err.println(

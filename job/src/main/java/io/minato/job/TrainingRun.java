@@ -25,7 +25,6 @@ import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import picocli.CommandLine.ParameterException;
 
 /**
  * One training run on Flink: the plan's trainer sink and loader job wired into an environment (this
@@ -37,7 +36,7 @@ final class TrainingRun {
     private static final Duration SAMPLE_PERIOD = Duration.ofMillis(250);
 
     final RunPlan plan;
-    final TrainCommand options;
+    final RunPlan.Options options;
     final TrainingSet set;
     final Path run;
     final AcceleratorFactory accelerator;
@@ -50,11 +49,9 @@ final class TrainingRun {
         this.options = plan.options;
         this.set = set;
         this.run = run;
-        TrainCommand o = options;
+        RunPlan.Options o = options;
         TrainingSettings optimizer =
-                plan.optimizer == null
-                        ? null
-                        : plan.optimizer.withNetwork(set.network(o.model.width()));
+                plan.optimizer == null ? null : plan.optimizer.withNetwork(set.network(o.width()));
         accelerator =
                 plan.serving != null
                         ? new ServingAccelerator.Factory(
@@ -63,16 +60,16 @@ final class TrainingRun {
                                 plan.serving.token(),
                                 run.toAbsolutePath().toString(),
                                 new SampleRecipe(set.workload()),
-                                o.data.seed,
+                                o.data().seed(),
                                 set.workload().size(),
-                                o.epochs,
-                                o.batch.batch())
+                                o.epochs(),
+                                o.batch())
                         : optimizer != null
-                                ? new DjlAccelerator.Factory(optimizer, plan.devices.names())
+                                ? new DjlAccelerator.Factory(optimizer, plan.devices.devices())
                                 : plan.simulated;
         report =
                 new ReportAssembly(
-                        configuration(optimizer), set.dir(), plan.timeout, set.remembers());
+                        configuration(optimizer), set.dir(), o.timeout(), set.remembers());
         // `flink run -d`: no client waits for the job's accumulators, so the operators write them
         // into the run directory, and the job writes its own report (DetachedReport).
         // Application mode runs this in the JobManager, detached unless configured otherwise:
@@ -80,65 +77,49 @@ final class TrainingRun {
         if (!plan.embedded && FlinkSetup.applicationMode()) {
             Main.runsInsideJobManager();
         }
-        boolean skip = o.data.onBadSample == DataOptions.OnBadSample.skip;
+        boolean skip = o.data().skipBadSamples();
         TrainerSink.Builder sink =
                 TrainerSink.builder()
                         .setAccelerator(accelerator)
-                        .optQueueDepth(o.queueDepth)
+                        .optQueueDepth(o.queueDepth())
                         .optOutputDir(run.toAbsolutePath())
                         .optTraceDir(run.toAbsolutePath())
                         .optRecipe(new SampleRecipe(set.workload()))
                         .optSkipBadSamples(skip)
-                        .optRestartsWithoutCheckpoint(o.restartAttempts);
+                        .optRestartsWithoutCheckpoint(o.restartAttempts());
         if (plan.detached) {
-            sink.optOnRunEnd(new DetachedReport(report, o.report, o.trace, o.plots));
+            sink.optOnRunEnd(new DetachedReport(report, o.report(), o.trace(), o.plots()));
         }
         LoaderJob.Builder job =
                 LoaderJob.builder()
                         .setWorkload(set.workload())
                         .setTrainer(sink.build())
-                        .optLoader(o.loader)
-                        .optEpochs(o.epochs)
-                        .optSeed(o.data.seed)
-                        .optBatchSize(o.batch.batch())
+                        .optLoader(o.loader())
+                        .optEpochs(o.epochs())
+                        .optSeed(o.data().seed())
+                        .optBatchSize(o.batch())
                         .optDevices(plan.devices.devices().size())
-                        .optTimeout(plan.timeout)
+                        .optTimeout(o.timeout())
                         .optSkipBadSamples(skip)
-                        // On a cluster preparation may run on other hosts than training, and
-                        // training where Flink's GPUs are when the cluster declares them.
-                        .optTrainingSlots(
-                                plan.embedded
-                                        ? LoaderJob.TrainingSlots.SHARED
-                                        : plan.devices.fromFlink()
-                                                ? LoaderJob.TrainingSlots.ON_GPUS
-                                                : LoaderJob.TrainingSlots.APART);
+                        .optTrainingSlots(plan.trainingSlots);
         LoaderJob loaderJob =
                 (plan.scheduled
                                 ? job.optScheduledWorkers(plan.fastWorkers, plan.slowWorkers)
                                 : job.optWorkers(plan.fastWorkers, plan.slowWorkers))
                         .build();
-        int slots = loaderJob.slots();
-        if (plan.clusterSlots.isPresent() && plan.clusterSlots.getAsInt() < slots) {
-            // Flink would wait for slots that never come, then fail minutes later.
-            throw new ParameterException(
-                    o.spec.commandLine(),
-                    ClusterSlots.tooFew(
-                            plan.clusterSlots.getAsInt(), slots, plan.devices.devices().size()));
-        }
         flinkTmp = Files.createDirectories(run.resolve("tmp"));
         Configuration flink =
-                FlinkSetup.jobConfiguration(
-                        run, Duration.ofMillis(o.checkpointMillis), o.restartAttempts);
-        if (o.restoreFrom != null) {
+                FlinkSetup.jobConfiguration(run, o.checkpointInterval(), o.restartAttempts());
+        if (o.restoreFrom() != null) {
             flink.setString(
-                    "execution.state-recovery.path", o.restoreFrom.toAbsolutePath().toString());
+                    "execution.state-recovery.path", o.restoreFrom().toAbsolutePath().toString());
         }
         env =
                 FlinkSetup.environment(
                         flink,
-                        slots,
-                        loaderJob.networkBuffers(),
-                        o.webUi,
+                        plan.slots,
+                        plan.networkBuffers,
+                        o.webUi(),
                         plan.restPort,
                         plan.metricsPort,
                         flinkTmp);
@@ -154,56 +135,52 @@ final class TrainingRun {
 
     /** What the report says of the run's set-up. */
     private RunReport.Configuration configuration(TrainingSettings optimizer) {
-        TrainCommand o = options;
-        boolean minato = plan.minato();
-        int fast = plan.fastWorkers;
-        int slow = plan.slowWorkers;
+        RunPlan.Options o = options;
         return new RunReport.Configuration(
-                o.data.workload.name(),
-                o.loader.name(),
+                o.data().workload().name(),
+                o.loader().name(),
                 plan.devices.devices().size(),
-                o.batch.batch(),
-                o.data.patchEdge(),
-                o.epochs,
-                o.data.seed,
+                o.batch(),
+                o.data().patchEdge(),
+                o.epochs(),
+                o.data().seed(),
                 new RunReport.DataSet(set.total(), set.train(), set.eval(), set.quarantine()),
-                Runtime.getRuntime().availableProcessors(),
-                new RunReport.Workers(
-                        minato ? fast : fast + slow, minato ? slow : 0, minato && plan.scheduled),
+                plan.cores,
+                plan.workers(),
                 optimizer,
-                o.data.tail);
+                o.data().tail());
     }
 
     /** Runs the job to its end (or submits it detached) and reports on it; the exit status. */
     int execute(PrintWriter out, PrintWriter err) throws Exception {
-        TrainCommand o = options;
+        RunPlan.Options o = options;
         int devices = plan.devices.devices().size();
         err.printf(
                 Locale.ROOT,
                 "training: %s loader, %s, %d %s (%d held out, %d quarantined) x %d epochs, %s,"
                         + " batch %d x %d %s device(s), accelerator %s, %s workers, run dir %s%s%s%n",
-                o.loader,
-                o.data.workload.name(),
+                o.loader(),
+                o.data().workload().name(),
                 set.train(),
                 set.unit(),
                 set.held(),
                 set.quarantine().size(),
-                o.epochs,
-                o.data.workload.edgeLine(o.data.patchEdge()),
-                o.batch.batch(),
+                o.epochs(),
+                o.data().workload().edgeLine(o.data().patchEdge()),
+                o.batch(),
                 devices,
-                plan.devices.devices().get(0).kind().name().toLowerCase(Locale.ROOT),
-                o.accelerator,
+                plan.devices.devices().get(0).isGpu() ? "gpu" : "cpu",
+                o.accelerator(),
                 plan.scheduled
                         ? "auto (" + plan.fastWorkers + " + " + plan.slowWorkers + ")"
                         : Integer.toString(plan.fastWorkers),
                 run,
-                o.webUi ? ", web UI on http://localhost:" + plan.restPort : "",
+                o.webUi() ? ", web UI on http://localhost:" + plan.restPort : "",
                 plan.metricsPort != null
                         ? ", metrics on http://localhost:" + plan.metricsPort + "/metrics"
                         : "");
         err.flush();
-        String name = "minato-flink train (" + o.loader + ")";
+        String name = "minato-flink train (" + o.loader() + ")";
         if (plan.detached) {
             JobClient client = env.executeAsync(name);
             err.println(
@@ -212,7 +189,7 @@ final class TrainingRun {
                             + " detached: when it finishes it writes report.json, the trace and"
                             + " summary.txt into "
                             + run.toAbsolutePath()
-                            + (o.report != null ? " (and the report to " + o.report + ")" : "")
+                            + (o.report() != null ? " (and the report to " + o.report() + ")" : "")
                             + "; follow it in the web UI or with flink list");
             err.flush();
             return 0;
@@ -229,7 +206,7 @@ final class TrainingRun {
         JobExecutionResult result;
         OutputPaths.FullDiskWatch disk = OutputPaths.FullDiskWatch.start(run, 200);
         try {
-            if (o.progressMillis <= 0) {
+            if (o.progressMillis() <= 0) {
                 result = env.execute(name);
             } else {
                 JobClient client = env.executeAsync(name);
@@ -243,12 +220,12 @@ final class TrainingRun {
                                         client.getJobID().toString());
                 result =
                         new ProgressLine(
-                                        o.progressMillis,
-                                        (long) set.train() * o.epochs,
+                                        o.progressMillis(),
+                                        (long) set.train() * o.epochs(),
                                         set.train(),
                                         devices,
-                                        o.epochs,
-                                        o.restoreFrom != null,
+                                        o.epochs(),
+                                        o.restoreFrom() != null,
                                         err)
                                 .await(client, plan.embedded ? progress::totals : cluster::totals);
             }

@@ -14,6 +14,7 @@ import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
+import io.minato.spi.BatchSink;
 import io.minato.spi.FileMemo;
 import io.minato.spi.Workload;
 import io.minato.trainer.Accelerator;
@@ -52,11 +53,15 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.JobID;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.execution.ExecutionState;
 import org.apache.flink.runtime.jobgraph.JobVertex;
 import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamNode;
 import org.apache.flink.test.junit5.InjectMiniCluster;
@@ -87,6 +92,7 @@ class LoaderJobTest {
 
     // The MiniCluster runs in this JVM: the injected fault and its counters are seen here.
     private static final AtomicInteger SNAPSHOTS = new AtomicInteger();
+    private static final List<String> OWN_SINK = new CopyOnWriteArrayList<>();
     private static final AtomicBoolean FAILED = new AtomicBoolean();
     private static final AtomicBoolean HOLDING = new AtomicBoolean();
     private static final AtomicBoolean WORKERS_DONE = new AtomicBoolean();
@@ -154,6 +160,63 @@ class LoaderJobTest {
         assertThat(report.headOfLineSeconds()).isZero();
         assertThat(json).contains("\"stall\": {").doesNotContain("\"fetch_s\": null");
         assertThat((Long) lastResult.getAccumulatorResult(PrepTimes.FETCH_NANOS)).isPositive();
+    }
+
+    /** The dataflow feeds any sink of batches: here one that writes down what each device got. */
+    @Test
+    void shouldFeedASinkOfItsOwnEverySampleOnceEachBatchOnItsDevice() throws Exception {
+        OWN_SINK.clear();
+        int epochs = 2;
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(
+                        FlinkSetup.jobConfiguration(run, Duration.ofMillis(100), restarts));
+        LoaderJob.builder()
+                .setWorkload(
+                        new CaseTable(train, CaseCache.disabled())
+                                .workload(TransformConfig.mlperf(16)))
+                .setTrainer(new WritingDown())
+                .optEpochs(epochs)
+                .optSeed(SEED)
+                .optBatchSize(BATCH)
+                .optDevices(DEVICES)
+                .optWorkers(2, 1)
+                .build()
+                .build(env);
+        env.execute("LoaderJobTest own sink");
+
+        assertThat(OWN_SINK).hasSize(train.size() * epochs).doesNotHaveDuplicates();
+        assertThat(OWN_SINK)
+                .as("subtask/device:epoch/index")
+                .allMatch(s -> s.charAt(0) == s.charAt(2));
+    }
+
+    /** A sink of batches that is not the trainers': one line per sample, in this JVM. */
+    private static final class WritingDown implements BatchSink {
+        @Override
+        public SingleOutputStreamOperator<?> trainOn(DataStream<Batch> batches) {
+            return batches.map(
+                            new RichMapFunction<Batch, Integer>() {
+                                @Override
+                                public Integer map(Batch b) {
+                                    int subtask =
+                                            getRuntimeContext()
+                                                    .getTaskInfo()
+                                                    .getIndexOfThisSubtask();
+                                    for (PreparedSample s : b.samples()) {
+                                        OWN_SINK.add(
+                                                subtask
+                                                        + "/"
+                                                        + b.device()
+                                                        + ":"
+                                                        + s.task().epoch()
+                                                        + "/"
+                                                        + s.task().index());
+                                    }
+                                    return b.samples().size();
+                                }
+                            })
+                    .returns(Types.INT);
+        }
     }
 
     /**

@@ -167,25 +167,48 @@ class TrainCommandTest {
         assertThat(positive.plots).isTrue();
     }
 
-    /** train with no arguments (and so scripts/run with none) trains on the demo's schedule. */
+    /**
+     * On the demo set train learns by default (the demo's schedule), whatever else is given; each
+     * of its options changes its own value only. Elsewhere train's defaults hold.
+     */
     @Test
-    void shouldGiveTheDemoItsScheduleAsOptionsTheRunKeeps() {
-        TrainCommand demo = new TrainCommand();
-        new picocli.CommandLine(demo).parseArgs(DemoSchedule.args().toArray(String[]::new));
-        assertThat(demo.epochs).isEqualTo(60);
-        assertThat(demo.data.demo()).isTrue();
-        var settings =
-                demo.optimizer.settings(
-                        demo.model.width(),
-                        demo.data.workload.defaultLearningRate(),
-                        demo.data.seed);
+    void shouldTrainTheDemosScheduleOnTheDemoSetAndLetEachOptionChangeItsOwnValue() {
+        RunPlan.Options demo = options();
+        assertThat(demo.epochs()).isEqualTo(60);
+        var settings = settings(demo);
         assertThat(settings.decaySteps()).containsExactly(800L);
         assertThat(settings.decayFactor()).isEqualTo(0.1f);
         assertThat(settings.learningRates().getNewValue(801))
                 .isCloseTo(
                         settings.learningRates().getNewValue(799) / 10,
                         org.assertj.core.data.Offset.offset(1e-6f));
-        assertThat(DemoSchedule.notice()).startsWith("the demo: 60 epochs on the demo set");
+        assertThat(options("--no-web-ui", "--devices", "cpu").epochs()).isEqualTo(60);
+
+        RunPlan.Options shorter = options("--epochs", "5");
+        assertThat(shorter.epochs()).isEqualTo(5);
+        assertThat(settings(shorter).decaySteps()).containsExactly(800L);
+        RunPlan.Options gentler = options("--lr-decay-factor", "0.5");
+        assertThat(gentler.epochs()).isEqualTo(60);
+        assertThat(settings(gentler).decayFactor()).isEqualTo(0.5f);
+
+        RunPlan.Options mine = options("--data", "/some/where");
+        assertThat(mine.epochs()).isEqualTo(2);
+        assertThat(settings(mine).decaySteps()).isEmpty();
+        assertThat(options("--workload", "images").epochs()).isEqualTo(2);
+
+        assertThat(DemoSchedule.notice(60, settings))
+                .startsWith(
+                        "the demo: 60 epochs on the demo set, learning rate x 0.1 after step 800");
+    }
+
+    private static RunPlan.Options options(String... args) {
+        TrainCommand train = new TrainCommand();
+        new picocli.CommandLine(train).parseArgs(args);
+        return train.options();
+    }
+
+    private static io.minato.trainer.TrainingSettings settings(RunPlan.Options o) {
+        return o.optimizer().settings(o.data().workload().defaultLearningRate(), o.data().seed());
     }
 
     @Test
@@ -193,8 +216,8 @@ class TrainCommandTest {
         TrainCommand c = new TrainCommand();
         new picocli.CommandLine(c).parseArgs("--tail", "0.05,50");
         assertThat(c.data.tail).isEqualTo(new io.minato.job.report.RunReport.Tail(0.05, 50));
-        assertThat(c.data.transformConfig().tailFactor()).isEqualTo(50);
-        assertThat(new TrainCommand().data.transformConfig().hasTail()).isFalse();
+        assertThat(c.data.spec().transformConfig().tailFactor()).isEqualTo(50);
+        assertThat(new TrainCommand().data.spec().transformConfig().hasTail()).isFalse();
         for (String bad : List.of("0.05", "1.5,50", "0.05,0", "x,2", "0.1,2,3")) {
             MainTest.Run run = run("train", "--tail", bad);
             assertThat(run.status()).as(bad).isEqualTo(2);

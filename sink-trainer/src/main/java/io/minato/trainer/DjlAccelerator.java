@@ -17,6 +17,7 @@ import io.minato.sample.Batch;
 import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.gpu.GpuMonitor;
+import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.workload.images.ImageClassifier;
 import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
@@ -57,11 +58,11 @@ public final class DjlAccelerator implements Accelerator {
     /**
      * Creates the trainer of each device.
      *
-     * @param devices device names per device index ("cpu", "gpu:1" or "gpu1", or {@link
-     *     FlinkGpus#DEVICE_NAME}: the GPU Flink's external resource framework gave the trainer's
-     *     TaskManager); empty: all on the CPU
+     * @param devices the device of each trainer replica, by replica index ({@link
+     *     TrainingDevice.Kind#FLINK_GPU}: the GPU Flink's external resource framework gave the
+     *     trainer's TaskManager); empty: all on the CPU
      */
-    public record Factory(TrainingSettings settings, List<String> devices)
+    public record Factory(TrainingSettings settings, List<TrainingDevice> devices)
             implements AcceleratorFactory {
         public Factory {
             devices = List.copyOf(devices);
@@ -78,9 +79,9 @@ public final class DjlAccelerator implements Accelerator {
 
         @Override
         public Accelerator create(int device, int count, FlinkGpus gpus) throws IOException {
-            if (!devices.isEmpty() && devices.get(device).equals(FlinkGpus.DEVICE_NAME)) {
+            if (fromFlink(device)) {
                 int gpu = gpus.forReplica(device, count);
-                int torchGpus = Engine.getEngine("PyTorch").getGpuCount();
+                int torchGpus = DeviceSpec.torchGpus();
                 if (gpu < torchGpus) {
                     LOG.info(
                             "device {}: GPU {} from Flink's external resource '{}' ({})",
@@ -111,10 +112,15 @@ public final class DjlAccelerator implements Accelerator {
             if (devices.isEmpty()) {
                 return Device.cpu();
             }
-            if (devices.get(device).equals(FlinkGpus.DEVICE_NAME)) {
-                return Engine.getEngine("PyTorch").getGpuCount() > 0 ? Device.gpu(0) : Device.cpu();
+            if (fromFlink(device)) {
+                return DeviceSpec.torchGpus() > 0 ? Device.gpu(0) : Device.cpu();
             }
             return DeviceSpec.djlDevice(devices.get(device));
+        }
+
+        private boolean fromFlink(int device) {
+            return !devices.isEmpty()
+                    && devices.get(device).kind() == TrainingDevice.Kind.FLINK_GPU;
         }
     }
 

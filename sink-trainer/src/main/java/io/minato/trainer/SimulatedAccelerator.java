@@ -9,7 +9,9 @@ import io.minato.sample.Batch;
 public final class SimulatedAccelerator implements Accelerator {
 
     public static final String KIND = "simulated";
-    private static final String PREFIX = KIND + ":";
+
+    /** What a simulated accelerator's spec starts with. */
+    public static final String PREFIX = KIND + ":";
 
     private final long stepMillis;
 

@@ -17,6 +17,7 @@ import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.trainer.gpu.FlinkGpusTest;
 import io.minato.trainer.gpu.GpuMonitor;
+import io.minato.trainer.gpu.TrainingDevice;
 import io.minato.workload.images.ImageClassifier;
 import io.minato.workload.kits19.unet.Unet3d;
 import java.nio.file.Files;
@@ -38,11 +39,15 @@ class DjlAcceleratorTest {
                     .setSeed(3)
                     .build();
 
-    /** The train command names GPU replicas gpu:N; DJL's own Device.fromName refuses that. */
     @Test
     void shouldPlaceEachReplicaOnTheDeviceTheTrainCommandNames() {
         var factory =
-                new DjlAccelerator.Factory(SETTINGS, java.util.List.of("cpu", "gpu:1", "gpu0"));
+                new DjlAccelerator.Factory(
+                        SETTINGS,
+                        java.util.List.of(
+                                TrainingDevice.cpu(0),
+                                TrainingDevice.gpu(1),
+                                TrainingDevice.gpu(0)));
         assertThat(factory.device(0)).isEqualTo(ai.djl.Device.cpu());
         assertThat(factory.device(1)).isEqualTo(ai.djl.Device.gpu(1));
         assertThat(factory.device(2)).isEqualTo(ai.djl.Device.gpu(0));
@@ -60,7 +65,9 @@ class DjlAcceleratorTest {
                 ai.djl.engine.Engine.getEngine("PyTorch").getGpuCount() == 0,
                 "PyTorch here has a GPU");
         var factory =
-                new DjlAccelerator.Factory(SETTINGS, java.util.List.of("flink-gpu", "flink-gpu"));
+                new DjlAccelerator.Factory(
+                        SETTINGS,
+                        java.util.List.of(TrainingDevice.flinkGpu(0), TrainingDevice.flinkGpu(1)));
 
         try (Accelerator a = factory.create(1, 2, FlinkGpusTest.gpus("4", "6"))) {
             assertThat(a.kind()).isEqualTo("cpu");

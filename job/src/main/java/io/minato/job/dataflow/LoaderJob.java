@@ -142,28 +142,38 @@ public final class LoaderJob {
      */
     public int slots() {
         Settings s = settings;
-        int preparation =
-                s.loader() == Loader.minato ? Math.max(s.fastWorkers(), s.slowWorkers()) : 1;
-        return trainingSlots == TrainingSlots.SHARED
-                ? Math.max(preparation, s.devices())
-                : preparation + s.devices();
+        return slots(s.loader(), s.fastWorkers(), s.slowWorkers(), s.devices(), trainingSlots);
+    }
+
+    /** {@link #slots()} of a job of these settings, before it is built. */
+    public static int slots(Loader loader, int fast, int slow, int devices, TrainingSlots where) {
+        int preparation = loader == Loader.minato ? Math.max(fast, slow) : 1;
+        return where == TrainingSlots.SHARED
+                ? Math.max(preparation, devices)
+                : preparation + devices;
+    }
+
+    /** {@link #networkBuffers(Loader, int, int, int)} of this job. */
+    public long networkBuffers() {
+        Settings s = settings;
+        return networkBuffers(s.loader(), s.fastWorkers(), s.slowWorkers(), s.devices());
     }
 
     /**
-     * Network buffers the job needs if all of it runs in one TaskManager (the embedded run), by
-     * Flink's rule for a streaming task: an input gate takes 2 buffers per channel and 8 floating
-     * ones, an output one per subpartition and one more. The fast and slow workers each feed every
-     * device's batcher (F x G and S x G channels) and the slow workers pointwise (about one channel
-     * each), so the count grows linearly with the workers for a given number of devices.
+     * Network buffers a job of these settings needs if all of it runs in one TaskManager (the
+     * embedded run), by Flink's rule for a streaming task: an input gate takes 2 buffers per
+     * channel and 8 floating ones, an output one per subpartition and one more. The fast and slow
+     * workers each feed every device's batcher (F x G and S x G channels) and the slow workers
+     * pointwise (about one channel each), so the count grows linearly with the workers for a given
+     * number of devices.
      */
-    public long networkBuffers() {
-        Settings s = settings;
-        long g = s.devices();
-        if (s.loader() != Loader.minato) {
+    public static long networkBuffers(Loader loader, int fast, int slow, int devices) {
+        long g = devices;
+        if (loader != Loader.minato) {
             return (g + 1) + g * (2 + 8); // one loader, one channel to each trainer
         }
-        long f = s.fastWorkers();
-        long w = s.slowWorkers();
+        long f = fast;
+        long w = slow;
         long slowPerFast = (w + f - 1) / f; // a pointwise edge's channels on each side
         long fastPerSlow = (f + w - 1) / w;
         long fastTasks = f * ((g + 1) + (slowPerFast + 1));

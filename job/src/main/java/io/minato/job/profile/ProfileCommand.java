@@ -3,6 +3,7 @@ package io.minato.job.profile;
 import io.minato.data.BadInputException;
 import io.minato.data.EpochOrder;
 import io.minato.job.DataOptions;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.kits19.KitsData;
 import io.minato.spi.SampleKey;
 import io.minato.stats.CpuClock;
@@ -66,9 +67,10 @@ public final class ProfileCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), refused.get());
         }
         PrintWriter out = spec.commandLine().getOut();
-        KitsData.Cases cases = KitsData.cases(data, spec.commandLine().getErr());
+        DataSpec samples = data.spec();
+        KitsData.Cases cases = KitsData.cases(samples, spec.commandLine().getErr());
         List<CaseFiles> train = cases.train();
-        Profile profile = run(train, data.transformConfig(), cases.cache());
+        Profile profile = run(train, samples.transformConfig(), cases.cache());
         out.printf(
                 Locale.ROOT,
                 "profile: %s, %d training cases (%d held out, %d quarantined), patch %d^3, seed %d,"

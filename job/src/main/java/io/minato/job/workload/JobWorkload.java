@@ -1,7 +1,6 @@
 package io.minato.job.workload;
 
 import io.minato.data.BadInputException;
-import io.minato.job.DataOptions;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.util.Optional;
@@ -30,16 +29,16 @@ public interface JobWorkload {
      * Refuses options it cannot take, before anything is read: an {@link IllegalArgumentException}
      * whose one line names the option.
      */
-    default void check(DataOptions data) {}
+    default void check(DataSpec data) {}
 
     /** As {@link #check}, for what its network needs when it trains for real (not simulated). */
-    default void checkForNetwork(DataOptions data) {}
+    default void checkForNetwork(DataSpec data) {}
 
     /** The learning rate its network trains at when {@code --learning-rate} is not given. */
     float defaultLearningRate();
 
     /** The samples {@code data} names, checked; bad input stops here (or is left out, skip). */
-    TrainingSet open(DataOptions data, PrintWriter err) throws IOException, BadInputException;
+    TrainingSet open(DataSpec data, PrintWriter err) throws IOException, BadInputException;
 
     /**
      * Why {@code profile} does not run on it, in one line; empty where it does. The command breaks

@@ -23,12 +23,6 @@ public final class FlinkGpus {
     /** The resource name the job reads, as in {@code external-resources: gpu}. */
     public static final String RESOURCE = "gpu";
 
-    /**
-     * A device name for {@code DjlAccelerator.Factory}: the GPU that Flink gave the trainer's
-     * TaskManager, resolved there, not on the client.
-     */
-    public static final String DEVICE_NAME = "flink-gpu";
-
     private static final String INDEX = "index";
 
     /**

@@ -1,15 +1,24 @@
 package io.minato.trainer.gpu;
 
-/**
- * Where one trainer replica runs: a GPU by index, or the CPU ({@code index} then numbers the
- * replica, as several CPU replicas share the one CPU).
- */
-public record TrainingDevice(Kind kind, int index) {
+import java.io.Serializable;
 
-    /** The kinds {@code --devices} accepts. */
+/**
+ * Where one trainer replica runs: a GPU of this host by index, the GPU Flink gives the trainer's
+ * TaskManager, or the CPU ({@code index} then numbers the replica, as several CPU replicas share
+ * the one CPU, and Flink's GPUs are numbered by trainer).
+ */
+public record TrainingDevice(Kind kind, int index) implements Serializable {
+
+    /** Where a trainer runs. */
     public enum Kind {
         CPU,
-        GPU
+        /** A GPU of the host by its index. */
+        GPU,
+        /**
+         * The GPU Flink's external resource framework gives the trainer's TaskManager ({@link
+         * FlinkGpus}): only that TaskManager knows which.
+         */
+        FLINK_GPU
     }
 
     public TrainingDevice {
@@ -26,8 +35,13 @@ public record TrainingDevice(Kind kind, int index) {
         return new TrainingDevice(Kind.GPU, index);
     }
 
+    /** Trainer {@code replica}'s GPU, the one Flink gives its TaskManager. */
+    public static TrainingDevice flinkGpu(int replica) {
+        return new TrainingDevice(Kind.FLINK_GPU, replica);
+    }
+
     public boolean isGpu() {
-        return kind == Kind.GPU;
+        return kind != Kind.CPU;
     }
 
     /** {@code cpu:0}, {@code gpu:1}: how logs and the report name the device. */

@@ -28,7 +28,11 @@ class DeviceSpecTest {
                     "UnsatisfiedLinkError: no jnicudart in java.library.path");
 
     private static DeviceSpec parse(String spec, Gpus gpus) {
-        return DeviceSpec.parse(spec, () -> gpus);
+        return DeviceSpec.resolve(DeviceRequest.parse(spec), () -> gpus);
+    }
+
+    private static DeviceSpec forCluster(String spec, long flinkGpus, OptionalInt clusterGpus) {
+        return DeviceSpec.resolveForCluster(DeviceRequest.parse(spec), flinkGpus, clusterGpus);
     }
 
     @Test
@@ -47,17 +51,6 @@ class DeviceSpecTest {
         assertThat(parse("gpu0", NO_GPU).devices()).containsExactly(cpu(0));
     }
 
-    /** The names the train command hands the trainers: DJL's Device.fromName refuses gpu:0. */
-    @Test
-    void shouldGiveDjlTheDeviceOfEveryNameTheJobUses() {
-        assertThat(DeviceSpec.djlDevice("gpu:0")).isEqualTo(Device.gpu(0));
-        assertThat(DeviceSpec.djlDevice("gpu3")).isEqualTo(Device.gpu(3));
-        assertThat(DeviceSpec.djlDevice(" cpu ")).isEqualTo(Device.cpu());
-        assertThatThrownBy(() -> DeviceSpec.djlDevice("gpu:x"))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("unknown device name 'gpu:x': expected cpu, gpu:N or gpuN");
-    }
-
     @Test
     void shouldRunNCpuReplicasForCpuN() {
         assertThat(parse("cpu:3", NO_GPU).devices()).containsExactly(cpu(0), cpu(1), cpu(2));
@@ -73,8 +66,8 @@ class DeviceSpecTest {
                     return TWO_GPUS;
                 };
 
-        DeviceSpec.parse("cpu", counting);
-        DeviceSpec.parse("cpu:4", counting);
+        DeviceSpec.resolve(DeviceRequest.parse("cpu"), counting);
+        DeviceSpec.resolve(DeviceRequest.parse("cpu:4"), counting);
 
         assertThat(probes).hasValue(0);
     }
@@ -150,7 +143,7 @@ class DeviceSpecTest {
             assertThatThrownBy(() -> parse(bad, gpus))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageStartingWith("--devices '" + bad + "': ")
-                    .hasMessageContaining("expected " + DeviceSpec.FORMS)
+                    .hasMessageContaining("expected " + DeviceRequest.FORMS)
                     .hasMessageNotContaining("\n");
         }
     }
@@ -176,7 +169,7 @@ class DeviceSpecTest {
     @Test
     void shouldFallBackOnThisMachineWhenAskedForGpus() {
         GpuProbeTest.assumeNoNvidiaDriver();
-        DeviceSpec spec = DeviceSpec.parse("gpu");
+        DeviceSpec spec = DeviceSpec.resolve(DeviceRequest.parse("gpu"));
 
         assertThat(spec.devices()).containsExactly(cpu(0));
         assertThat(spec.fallbackNotice())
@@ -205,50 +198,53 @@ class DeviceSpecTest {
                     .hasMessageStartingWith("--devices '" + bad + "': N must be a whole number")
                     .hasMessageNotContaining("\n");
         }
-        assertThatThrownBy(() -> DeviceSpec.parseForCluster(bad, 2, OptionalInt.of(4)))
+        assertThatThrownBy(() -> forCluster(bad, 2, OptionalInt.of(4)))
                 .hasMessageStartingWith("--devices '" + bad + "': N must be a whole number");
     }
 
     @Test
     void shouldTakeEveryGpuOfTheClusterForGpuOrTheDefaultOnACluster() {
         for (String spec : new String[] {"gpu", null, " GPU "}) {
-            DeviceSpec d = DeviceSpec.parseForCluster(spec, 2, OptionalInt.of(6));
+            DeviceSpec d = forCluster(spec, 2, OptionalInt.of(6));
 
             assertThat(d.fromFlink()).isTrue();
             assertThat(d.devices()).hasSize(6);
-            assertThat(d.names()).containsOnly("flink-gpu");
+            assertThat(d.devices()).allMatch(x -> x.kind() == TrainingDevice.Kind.FLINK_GPU);
             assertThat(d.fallbackNotice()).isEmpty();
         }
         // In application mode no TaskManager is there to count: one TaskManager's amount.
-        assertThat(DeviceSpec.parseForCluster("gpu", 2, OptionalInt.empty()).devices())
-                .containsExactly(gpu(0), gpu(1));
-        assertThat(DeviceSpec.parseForCluster("gpu", 2, OptionalInt.of(0)).devices())
+        assertThat(forCluster("gpu", 2, OptionalInt.empty()).devices())
+                .containsExactly(TrainingDevice.flinkGpu(0), TrainingDevice.flinkGpu(1));
+        assertThat(forCluster("gpu", 2, OptionalInt.of(0)).devices())
                 .as("the TaskManagers have none: the client says so")
                 .hasSize(2);
     }
 
     @Test
     void shouldTrainOnNOfFlinksGpusForGpusNOnACluster() {
-        DeviceSpec d = DeviceSpec.parseForCluster("gpus:3", 1, OptionalInt.empty());
+        DeviceSpec d = forCluster("gpus:3", 1, OptionalInt.empty());
 
         assertThat(d.fromFlink()).isTrue();
-        assertThat(d.devices()).containsExactly(gpu(0), gpu(1), gpu(2));
+        assertThat(d.devices())
+                .containsExactly(
+                        TrainingDevice.flinkGpu(0),
+                        TrainingDevice.flinkGpu(1),
+                        TrainingDevice.flinkGpu(2));
         assertThat(d.spec()).isEqualTo("gpus:3");
     }
 
     @Test
     void shouldKeepCpuSpecsOnAClusterWithFlinkGpus() {
-        DeviceSpec d = DeviceSpec.parseForCluster("cpu:2", 4, OptionalInt.of(8));
+        DeviceSpec d = forCluster("cpu:2", 4, OptionalInt.of(8));
 
         assertThat(d.fromFlink()).isFalse();
         assertThat(d.devices()).containsExactly(cpu(0), cpu(1));
-        assertThat(d.names()).containsExactly("cpu", "cpu");
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"gpu:0", "gpu1", "gpu:0,1", "gpux"})
+    @ValueSource(strings = {"gpu:0", "gpu1", "gpu:0,1"})
     void shouldRefuseGpuIndicesWhenFlinkPicksTheGpus(String spec) {
-        assertThatThrownBy(() -> DeviceSpec.parseForCluster(spec, 2, OptionalInt.of(4)))
+        assertThatThrownBy(() -> forCluster(spec, 2, OptionalInt.of(4)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith(
                         "--devices '" + spec + "': the TaskManagers take their GPUs")
@@ -259,10 +255,10 @@ class DeviceSpecTest {
 
     @Test
     void shouldParseAsOnThisMachineWithoutFlinkGpus() {
-        DeviceSpec d = DeviceSpec.parseForCluster("cpu", 0, OptionalInt.empty());
+        DeviceSpec d = forCluster("cpu", 0, OptionalInt.empty());
 
         assertThat(d.fromFlink()).isFalse();
         assertThat(d.devices()).containsExactly(cpu(0));
-        assertThat(parse("gpu:1,0", TWO_GPUS).names()).containsExactly("gpu:1", "gpu:0");
+        assertThat(parse("gpu:1,0", TWO_GPUS).devices()).containsExactly(gpu(1), gpu(0));
     }
 }

@@ -2,8 +2,8 @@ package io.minato.job.workload.images;
 
 import ai.djl.Device;
 import io.minato.data.BadInputException;
-import io.minato.job.DataOptions;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.DataSplit;
 import io.minato.spi.Patch;
 import io.minato.spi.Workload;
@@ -31,7 +31,7 @@ import java.util.stream.IntStream;
 public final class ImageData {
 
     /** Where the demo set is generated when no --data is given. */
-    static final Path DEMO_DIR = DataOptions.DEMO_DATA.resolve("images");
+    static final Path DEMO_DIR = DataSpec.DEMO_DATA.resolve("images");
 
     /** The demo set: a few classes of generated images of widely varying size. */
     static final int DEMO_IMAGES = 240;
@@ -72,9 +72,9 @@ public final class ImageData {
     }
 
     /** The images folder: --data, or the demo set, generated first if it is not there yet. */
-    static Path dataDir(DataOptions data) throws IOException {
+    static Path dataDir(DataSpec data) throws IOException {
         if (!data.demo()) {
-            return data.data;
+            return data.data();
         }
         Path dir = DEMO_DIR;
         if (!Files.isDirectory(dir)) {
@@ -82,7 +82,7 @@ public final class ImageData {
             ImageSetGenerator.builder()
                     .optImages(DEMO_IMAGES)
                     .optClasses(DEMO_CLASSES)
-                    .optSeed(data.seed)
+                    .optSeed(data.seed())
                     .build()
                     .generate(dir);
         }
@@ -93,7 +93,7 @@ public final class ImageData {
      * The images split into held-out and training ones, every image checked: a bad one stops the
      * run (fail) or is left out and counted (skip), with one line on {@code err}.
      */
-    public static Images images(DataOptions data, PrintWriter err)
+    public static Images images(DataSpec data, PrintWriter err)
             throws IOException, BadInputException {
         Path dir = dataDir(data);
         ImageFolder all = ImageFolder.scan(dir);
@@ -124,7 +124,8 @@ public final class ImageData {
             throw new BadInputException(dir, "every image was skipped as bad input");
         }
         ImageFolder checked = ImageFolder.of(dir, all.classes(), good);
-        int eval = data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(good.size());
+        int eval =
+                data.evalCases() != null ? data.evalCases() : Dataset.defaultEvalCases(good.size());
         ImageFolder.Split split = checked.split(eval);
         return new Images(
                 dir,

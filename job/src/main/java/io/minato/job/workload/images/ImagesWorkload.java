@@ -1,7 +1,7 @@
 package io.minato.job.workload.images;
 
 import io.minato.data.BadInputException;
-import io.minato.job.DataOptions;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.TrainingSet;
 import io.minato.workload.images.ImageClassifier;
@@ -47,8 +47,8 @@ public final class ImagesWorkload implements JobWorkload {
     }
 
     @Override
-    public void check(DataOptions data) {
-        if (data.tail != null) {
+    public void check(DataSpec data) {
+        if (data.tail() != null) {
             throw new IllegalArgumentException(
                     "--tail is the kits19 bench knob; the images workload's tail is its own"
                             + " (decoding grows with the image)");
@@ -69,8 +69,7 @@ public final class ImagesWorkload implements JobWorkload {
     }
 
     @Override
-    public TrainingSet open(DataOptions data, PrintWriter err)
-            throws IOException, BadInputException {
+    public TrainingSet open(DataSpec data, PrintWriter err) throws IOException, BadInputException {
         return new ImageSet(ImageData.images(data, err));
     }
 

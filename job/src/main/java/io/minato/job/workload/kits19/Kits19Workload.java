@@ -1,7 +1,7 @@
 package io.minato.job.workload.kits19;
 
 import io.minato.data.BadInputException;
-import io.minato.job.DataOptions;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.TrainingSet;
 import io.minato.workload.kits19.TransformConfig;
@@ -42,7 +42,7 @@ public final class Kits19Workload implements JobWorkload {
     }
 
     @Override
-    public void checkForNetwork(DataOptions data) {
+    public void checkForNetwork(DataSpec data) {
         if (data.patchEdge() % Unet3d.PATCH_DIVISOR != 0) {
             throw new IllegalArgumentException(
                     "--patch "
@@ -59,8 +59,7 @@ public final class Kits19Workload implements JobWorkload {
     }
 
     @Override
-    public TrainingSet open(DataOptions data, PrintWriter err)
-            throws IOException, BadInputException {
+    public TrainingSet open(DataSpec data, PrintWriter err) throws IOException, BadInputException {
         return new KitsSet(KitsData.cases(data, err), data);
     }
 

@@ -1,8 +1,8 @@
 package io.minato.job.workload.kits19;
 
 import io.minato.data.BadInputException;
-import io.minato.job.DataOptions;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.DataSplit;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
@@ -26,28 +26,29 @@ public final class KitsData {
     private KitsData() {}
 
     /** The data folder: --data, or the demo set, generated first if it is not there yet. */
-    static Path dataDir(DataOptions data) throws IOException {
+    static Path dataDir(DataSpec data) throws IOException {
         if (!data.demo()) {
-            return data.data;
+            return data.data();
         }
-        if (!Files.exists(DataOptions.DEMO_DATA.resolve("case_00000_x.npy"))) {
-            System.err.println(
-                    "generating the demo dataset under " + DataOptions.DEMO_DATA + "/ ...");
-            KitsLikeGenerator.builder().build().generate(DataOptions.DEMO_DATA);
+        if (!Files.exists(DataSpec.DEMO_DATA.resolve("case_00000_x.npy"))) {
+            System.err.println("generating the demo dataset under " + DataSpec.DEMO_DATA + "/ ...");
+            KitsLikeGenerator.builder().build().generate(DataSpec.DEMO_DATA);
         }
-        return DataOptions.DEMO_DATA;
+        return DataSpec.DEMO_DATA;
     }
 
     /**
      * The dataset split into held-out and training cases, every training case checked: a bad one
      * stops the run (fail) or is left out and counted (skip), with one line on {@code err}.
      */
-    public static Cases cases(DataOptions data, PrintWriter err)
+    public static Cases cases(DataSpec data, PrintWriter err)
             throws IOException, BadInputException {
         Path dir = dataDir(data);
         Dataset dataset = Dataset.scan(dir);
         int eval =
-                data.evalCases != null ? data.evalCases : Dataset.defaultEvalCases(dataset.size());
+                data.evalCases() != null
+                        ? data.evalCases()
+                        : Dataset.defaultEvalCases(dataset.size());
         Dataset.Split split = dataset.split(eval);
         CaseCache cache = data.caseCache(dir);
         List<CaseFiles> all = dataset.cases();

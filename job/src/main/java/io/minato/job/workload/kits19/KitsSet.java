@@ -1,8 +1,8 @@
 package io.minato.job.workload.kits19;
 
 import io.minato.data.BadInputException;
-import io.minato.job.DataOptions;
 import io.minato.job.report.RunReport;
+import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.DataSplit;
 import io.minato.job.workload.TrainingSet;
 import io.minato.spi.Workload;
@@ -15,7 +15,7 @@ import java.io.PrintWriter;
 /** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
 record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
 
-    KitsSet(KitsData.Cases cases, DataOptions data) {
+    KitsSet(KitsData.Cases cases, DataSpec data) {
         this(
                 cases,
                 new CaseTable(cases.train(), cases.cache()).workload(data.transformConfig()),
