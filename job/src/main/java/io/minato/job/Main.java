@@ -28,6 +28,10 @@ public final class Main {
     /** Exit status for bad input (a file the loader refuses). */
     public static final int EXIT_BAD_INPUT = 3;
 
+    /** picocli's line for a value an option's converter refused, and the refusal. */
+    private static final Pattern INVALID_VALUE =
+            Pattern.compile("Invalid value for option '(--[\\w-]+)': (\\1 .*)", Pattern.DOTALL);
+
     /**
      * Set when {@code main} runs inside a JobManager (Flink's application mode): its process must
      * live on after {@code main} returns, to run the job it submitted.
@@ -64,9 +68,6 @@ public final class Main {
                 (e, commandLine, parseResult) -> Failure.report(e, commandLine.getErr()));
         return cli.execute(args);
     }
-
-    private static final Pattern INVALID_VALUE =
-            Pattern.compile("Invalid value for option '(--[\\w-]+)': (\\1 .*)", Pattern.DOTALL);
 
     /**
      * A usage error's line: picocli's "Invalid value for option '--x': " left out where the

@@ -106,12 +106,6 @@ public final class TrainCommand implements Callable<Integer> {
                     "Minato's slow-path workers, besides the W fast ones (default: W; idle ones"
                             + " cost nothing, and a heavy tail needs the cores the fast workers"
                             + " leave).")
-    void setSlowWorkers(int value) {
-        requireAtLeast("--slow-workers", value, 1);
-        slowWorkers = value;
-    }
-
-    /** {@code --slow-workers}; null: as many as the fast workers. */
     Integer slowWorkers;
 
     @Option(
@@ -152,15 +146,7 @@ public final class TrainCommand implements Callable<Integer> {
     @Option(
             names = "--queue-depth",
             paramLabel = "Q",
-            description =
-                    "Batches queued in front of each device (default: "
-                            + TrainerSink.DEFAULT_QUEUE_DEPTH
-                            + ").")
-    void setQueueDepth(int value) {
-        requireAtLeast("--queue-depth", value, 1);
-        queueDepth = value;
-    }
-
+            description = "Batches queued in front of each device (default: ${DEFAULT-VALUE}).")
     int queueDepth = TrainerSink.DEFAULT_QUEUE_DEPTH;
 
     @Option(names = "--report", paramLabel = "FILE", description = "Write the report JSON here.")
@@ -185,17 +171,9 @@ public final class TrainCommand implements Callable<Integer> {
             description =
                     "Checkpoint interval in milliseconds; a checkpoint pending three intervals (at"
                             + " least 10 s) fails and the next is taken, and three failed in a row"
-                            + " fail the job over to its last checkpoint (default: "
-                            + DEFAULT_CHECKPOINT_MILLIS
-                            + ").")
-    void setCheckpointMillis(long value) {
-        requireAtLeast("--checkpoint-interval", value, 10);
-        checkpointMillis = value;
-    }
-
-    static final long DEFAULT_CHECKPOINT_MILLIS = 2000;
-
-    long checkpointMillis = DEFAULT_CHECKPOINT_MILLIS;
+                            + " fail the job over to its last checkpoint (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long checkpointMillis = 2000;
 
     @Option(
             names = "--restart-attempts",
@@ -204,14 +182,8 @@ public final class TrainCommand implements Callable<Integer> {
                     "Failures since the last completed checkpoint the job recovers from"
                             + " (restarting after 0.1 s, doubling to 2 s): a job that checkpoints"
                             + " between failures goes on however often they come, while N + 1"
-                            + " without a checkpoint between them stop it; 0: none (default: "
-                            + TrainerSink.DEFAULT_RESTARTS_WITHOUT_CHECKPOINT
-                            + ").")
-    void setRestartAttempts(int value) {
-        requireAtLeast("--restart-attempts", value, 0);
-        restartAttempts = value;
-    }
-
+                            + " without a checkpoint between them stop it; 0: none (default:"
+                            + " ${DEFAULT-VALUE}).")
     int restartAttempts = TrainerSink.DEFAULT_RESTARTS_WITHOUT_CHECKPOINT;
 
     @Option(
@@ -249,15 +221,6 @@ public final class TrainCommand implements Callable<Integer> {
                     "Serve the run's metrics (Flink's and the loader's) for Prometheus on"
                             + " http://localhost:PORT/metrics; 0 picks a free port, shown on the"
                             + " start line (default: none).")
-    void setMetricsPort(int value) {
-        if (value < 0 || value > 65535) {
-            throw new ParameterException(
-                    spec.commandLine(), "--metrics-port must be a port (0-65535), not " + value);
-        }
-        metricsPort = value;
-    }
-
-    /** {@code --metrics-port}; null: none. */
     Integer metricsPort;
 
     @Option(
@@ -279,17 +242,9 @@ public final class TrainCommand implements Callable<Integer> {
             paramLabel = "MS",
             description =
                     "A progress line this often while training on the embedded cluster, redrawn in"
-                            + " place (at least every second) on a terminal; 0: none (default: "
-                            + DEFAULT_PROGRESS_MILLIS
-                            + ").")
-    void setProgressMillis(long value) {
-        requireAtLeast("--progress-interval", value, 0);
-        progressMillis = value;
-    }
-
-    static final long DEFAULT_PROGRESS_MILLIS = 5000;
-
-    long progressMillis = DEFAULT_PROGRESS_MILLIS;
+                            + " place (at least every second) on a terminal; 0: none (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long progressMillis = 5000;
 
     /** A resumed run's checkpoint: the job starts from it. */
     Path restoreFrom;
@@ -337,6 +292,20 @@ public final class TrainCommand implements Callable<Integer> {
      * where {@code --epochs}, {@code --lr-decay-steps} and {@code --lr-decay-factor} are not given.
      */
     RunPlan.Options options() {
+        // The counts' ranges, each in one line naming its option; the typed values checked
+        // themselves where picocli converted them.
+        if (slowWorkers != null) {
+            requireAtLeast("--slow-workers", slowWorkers, 1);
+        }
+        requireAtLeast("--queue-depth", queueDepth, 1);
+        requireAtLeast("--checkpoint-interval", checkpointMillis, 10);
+        requireAtLeast("--restart-attempts", restartAttempts, 0);
+        requireAtLeast("--progress-interval", progressMillis, 0);
+        if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--metrics-port must be a port (0-65535), not " + metricsPort);
+        }
         DataSpec samples = data.spec();
         boolean demo = DemoSchedule.appliesTo(samples);
         return new RunPlan.Options(
