@@ -4,6 +4,7 @@ import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.Workloads;
 import io.minato.trainer.TrainingSettings;
 import java.util.Locale;
+import java.util.stream.Collectors;
 
 /**
  * The demo: what {@code train} runs on the generated KiTS19-like demo set (no {@code --data}, the
@@ -30,8 +31,12 @@ final class DemoSchedule {
 
     /** The line that says what the demo runs, and how to change it. */
     static String notice(int epochs, TrainingSettings optimizer) {
+        String schedule = epochs + (epochs == 1 ? " epoch" : " epochs") + " on the demo set";
+        if (optimizer == null) {
+            return "the demo: " + schedule + "; --epochs changes it, --data trains on other data";
+        }
         String decay =
-                optimizer == null || optimizer.decaySteps().isEmpty()
+                optimizer.decaySteps().isEmpty()
                         ? "no learning-rate decay"
                         : String.format(
                                 Locale.ROOT,
@@ -39,13 +44,12 @@ final class DemoSchedule {
                                 optimizer.decayFactor(),
                                 optimizer.decaySteps().stream()
                                         .map(String::valueOf)
-                                        .reduce((a, b) -> a + ", " + b)
-                                        .orElseThrow());
+                                        .collect(Collectors.joining(", ")));
         return "the demo: "
-                + epochs
-                + " epochs on the demo set, "
+                + schedule
+                + ", "
                 + decay
-                + "; --epochs, --lr-decay-steps and --lr-decay-factor each change their own"
-                + " (16 steps an epoch), --data trains on your own data";
+                + " (16 steps an epoch); --epochs, --lr-decay-steps and --lr-decay-factor each"
+                + " change only their own value, --data trains on other data";
     }
 }
