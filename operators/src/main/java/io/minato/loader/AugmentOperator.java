@@ -69,7 +69,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
             int devices,
             int slowWorkers,
             boolean scheduled) {
-        super(workload, devices, WorkerScheduler.Kind.FAST, scheduled);
+        super(workload, devices, WorkerScheduler.Kind.FAST, scheduled, null);
         if (slowWorkers < 1) {
             throw new IllegalArgumentException("slow workers must be >= 1: " + slowWorkers);
         }

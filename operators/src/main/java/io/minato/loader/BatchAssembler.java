@@ -21,13 +21,9 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
-import org.apache.flink.streaming.api.graph.StreamConfig;
-import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
-import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.apache.flink.streaming.runtime.tasks.StreamTask;
 
 /**
  * A device's batcher (keyed by device): emits a batch of B samples, fast and slow mixed in arrival
@@ -50,7 +46,7 @@ import org.apache.flink.streaming.runtime.tasks.StreamTask;
  * checkpoint's channel state) are dropped until its last one has passed, and the set of dropped
  * tasks is in every checkpoint until then, for a second restore may replay them again.
  */
-public class BatchAssembler extends AbstractStreamOperator<Batch>
+public class BatchAssembler extends ReceivingOperator<Batch>
         implements OneInputStreamOperator<PreparedSample, Batch>, BoundedOneInput {
     private static final long serialVersionUID = 1L;
 
@@ -64,9 +60,9 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
     private transient ListState<PreparedSample> pendingState;
     private transient ListState<SampleTask> droppingState;
     private transient ValueState<Long> sequenceState;
-    private transient SampleHandoff.Registration receiving;
 
     public BatchAssembler(DeviceKeys keys, int batchSize) {
+        super(SampleHandoff.BATCHER);
         if (batchSize < 1) {
             throw new IllegalArgumentException("batch size must be >= 1: " + batchSize);
         }
@@ -114,29 +110,6 @@ public class BatchAssembler extends AbstractStreamOperator<Batch>
             for (SampleTask task : droppingState.get()) {
                 dropping.put(task, key);
             }
-        }
-    }
-
-    @Override
-    protected void setup(
-            StreamTask<?, ?> containingTask,
-            StreamConfig config,
-            Output<StreamRecord<Batch>> output) {
-        super.setup(containingTask, config, output);
-        // Workers in this TaskManager may hand this batcher their patches in place: said at
-        // setup, before the task opens the trainer chained to it (which takes a while).
-        receiving =
-                Receivers.register(getRuntimeContext(), getMetricGroup(), SampleHandoff.BATCHER);
-    }
-
-    @Override
-    public void close() throws Exception {
-        try {
-            if (receiving != null) {
-                receiving.close();
-            }
-        } finally {
-            super.close();
         }
     }
 

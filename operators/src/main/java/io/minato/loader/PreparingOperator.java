@@ -20,7 +20,6 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 import org.apache.flink.runtime.operators.coordination.OperatorEventHandler;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
-import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
@@ -46,7 +45,7 @@ import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
  *
  * @param <IN> what the worker takes: a task, or a sample left unfinished on the fast path
  */
-abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSample>
+abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
         implements OneInputStreamOperator<IN, PreparedSample>, OperatorEventHandler {
     private static final long serialVersionUID = 1L;
 
@@ -96,9 +95,16 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
      * @param devices how many devices' batchers the samples are dealt to
      * @param scheduled whether the job's {@link WorkerScheduler} paces this worker (else it
      *     prepares whenever it has work, and the OS shares the cores)
+     * @param receiver what producers in its TaskManager hand it in place as ({@link
+     *     ReceivingOperator}); null: nothing
      */
     PreparingOperator(
-            Workload<?> workload, int devices, WorkerScheduler.Kind kind, boolean scheduled) {
+            Workload<?> workload,
+            int devices,
+            WorkerScheduler.Kind kind,
+            boolean scheduled,
+            String receiver) {
+        super(receiver);
         this.workload = workload;
         this.devices = devices;
         this.kind = kind;
@@ -347,6 +353,7 @@ abstract class PreparingOperator<IN> extends AbstractStreamOperator<PreparedSamp
     @Override
     public void close() throws Exception {
         try {
+            stopReceiving();
             if (pacedBlind != null && !scheduler.sawQueues()) {
                 pacedBlind.add(1L);
             }

@@ -10,10 +10,6 @@ import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
 import java.io.IOException;
 import org.apache.flink.metrics.Counter;
-import org.apache.flink.streaming.api.graph.StreamConfig;
-import org.apache.flink.streaming.api.operators.Output;
-import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
-import org.apache.flink.streaming.runtime.tasks.StreamTask;
 
 /**
  * Finishes samples that passed their deadline on a fast worker, from the step they reached: no step
@@ -26,7 +22,6 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
     private static final long serialVersionUID = 1L;
 
     private transient Counter finished;
-    private transient SampleHandoff.Registration receiving;
 
     /** A slow worker that prepares whenever it has work. */
     public SlowPath(Workload<?> workload, int devices) {
@@ -38,7 +33,7 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
      * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
     public SlowPath(Workload<?> workload, int devices, boolean scheduled) {
-        super(workload, devices, WorkerScheduler.Kind.SLOW, scheduled);
+        super(workload, devices, WorkerScheduler.Kind.SLOW, scheduled, SampleHandoff.SLOW_PATH);
     }
 
     /**
@@ -76,29 +71,6 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
     public void open() throws Exception {
         finished = getMetricGroup().counter("samplesFinished");
         super.open();
-    }
-
-    @Override
-    protected void setup(
-            StreamTask<?, ?> containingTask,
-            StreamConfig config,
-            Output<StreamRecord<PreparedSample>> output) {
-        super.setup(containingTask, config, output);
-        // Fast workers in this TaskManager may hand this worker their unfinished samples in
-        // place: said at setup, as soon as the task exists.
-        receiving =
-                Receivers.register(getRuntimeContext(), getMetricGroup(), SampleHandoff.SLOW_PATH);
-    }
-
-    @Override
-    public void close() throws Exception {
-        try {
-            if (receiving != null) {
-                receiving.close();
-            }
-        } finally {
-            super.close();
-        }
     }
 
     @Override

@@ -3,7 +3,7 @@ package io.minato.trainer;
 import io.minato.data.BadInputException;
 import io.minato.loader.AccumulatorFiles;
 import io.minato.loader.Quarantine;
-import io.minato.loader.Receivers;
+import io.minato.loader.ReceivingOperator;
 import io.minato.loader.SampleRecipe;
 import io.minato.loader.TaskManagerUsage;
 import io.minato.loader.pacing.QueueReport;
@@ -34,12 +34,9 @@ import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
 import org.apache.flink.runtime.taskmanager.TaskManagerRuntimeInfo;
-import org.apache.flink.streaming.api.graph.StreamConfig;
-import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.OperatorSnapshotFutures;
-import org.apache.flink.streaming.api.operators.Output;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.StreamTask;
 import org.slf4j.Logger;
@@ -52,7 +49,7 @@ import org.slf4j.LoggerFactory;
  * context, from which the trainer takes the GPUs Flink's external resource framework gave this
  * TaskManager.
  */
-final class TrainerOperator extends AbstractStreamOperator<Void>
+final class TrainerOperator extends ReceivingOperator<Void>
         implements OneInputStreamOperator<Batch, Void>,
                 BoundedOneInput,
                 WithCoordinator.Coordinated {
@@ -77,7 +74,6 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private transient TrainerWriterStateSerializer serializer;
     private transient ListState<byte[]> state;
     private transient TrainerSinkWriter writer;
-    private transient SampleHandoff.Registration receiving;
     private transient LongCounter preparedAgain;
     private transient OperatorEventGateway coordinator;
     private transient QueueReport reported;
@@ -92,6 +88,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     private record Savepoint(URI folder, boolean stopping) {}
 
     TrainerOperator(TrainerSink sink) {
+        super(SampleHandoff.TRAINER);
         this.sink = sink;
     }
 
@@ -251,18 +248,6 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     }
 
     @Override
-    protected void setup(
-            StreamTask<?, ?> containingTask,
-            StreamConfig config,
-            Output<StreamRecord<Void>> output) {
-        super.setup(containingTask, config, output);
-        // The in-order loaders in this TaskManager may hand this trainer their batches in place:
-        // said at setup, before the task opens.
-        receiving =
-                Receivers.register(getRuntimeContext(), getMetricGroup(), SampleHandoff.TRAINER);
-    }
-
-    @Override
     public void coordinatorGateway(OperatorEventGateway gateway) {
         coordinator = gateway;
     }
@@ -308,9 +293,7 @@ final class TrainerOperator extends AbstractStreamOperator<Void>
     @Override
     public void close() throws Exception {
         try {
-            if (receiving != null) {
-                receiving.close();
-            }
+            stopReceiving();
             if (writer != null) {
                 if (preparedAgain != null) {
                     preparedAgain.add(writer.preparedAgain());
