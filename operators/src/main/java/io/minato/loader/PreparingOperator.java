@@ -49,6 +49,9 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
         implements OneInputStreamOperator<IN, PreparedSample>, OperatorEventHandler {
     private static final long serialVersionUID = 1L;
 
+    /** How long a worker waits for room in the handoff before it looks at its mail again. */
+    static final long ROOM_SLICE_MILLIS = 5;
+
     /**
      * Accumulator: scheduled workers whose scheduler never saw a device's queue (neither of a
      * trainer in its TaskManager nor from the workers' coordinator), so paced them blind.
@@ -178,6 +181,13 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
         quarantine.open(getRuntimeContext());
         prepTimes = PrepTimes.register(getRuntimeContext(), getMetricGroup());
         usage = TaskManagerUsage.open(getRuntimeContext(), getMetricGroup());
+        // The whole task's mail, not only this operator's: the input gate's priority events
+        // (unaligned checkpoint barriers) are the task's mail, which an operator's own executor
+        // does not run.
+        mailbox =
+                getContainingTask()
+                        .getMailboxExecutorFactory()
+                        .createExecutor(TaskMailbox.MIN_PRIORITY);
         if (scheduled) {
             scheduler =
                     WorkerScheduler.of(
@@ -187,13 +197,6 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
                                             task.getAttemptNumber()),
                                     getMetricGroup()));
             registration = scheduler.worker(kind);
-            // The whole task's mail, not only this operator's: the input gate's priority events
-            // (unaligned checkpoint barriers) are the task's mail, which an operator's own
-            // executor does not run.
-            mailbox =
-                    getContainingTask()
-                            .getMailboxExecutorFactory()
-                            .createExecutor(TaskMailbox.MIN_PRIORITY);
             getMetricGroup().gauge(ACTIVE_WORKERS, (Gauge<Integer>) scheduler::active);
             pacedBlind = getRuntimeContext().getLongCounter(PACED_BLIND);
         }
@@ -271,8 +274,11 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
      * in this TaskManager, else with its bytes, in pieces when its patch is larger than a record
      * should be ({@link SampleChunks}).
      */
-    final void emit(PreparedSample sample) {
+    final void emit(PreparedSample sample) throws Exception {
         PreparedSample routed = batchers.route(sample);
+        if (routed.handOff()) {
+            awaitHandoffRoom(routed);
+        }
         if (routed.handOff() || !chunks.inPieces(routed)) {
             output.collect(new StreamRecord<>(routed));
             return;
@@ -285,6 +291,30 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
         // batcher is never chained): nothing refers to its arrays now; the next preparation
         // reuses them.
         PatchPool.jvm().give(routed.patch());
+    }
+
+    /**
+     * Waits, while the handoff is full, for room for the patch of {@code sample}, up to the wait
+     * the handoff itself would make ({@link SampleHandoff#WAIT_NANOS}), in slices between which the
+     * task's mail runs: a checkpoint taken meanwhile keeps the task, which is prepared again after
+     * a restore, as while it waits for the scheduler. Without the slices the task's thread waited
+     * inside the handoff, and every checkpoint's start with it (by up to a second after a restore,
+     * while the batchers were not yet reading).
+     */
+    private void awaitHandoffRoom(PreparedSample sample) throws Exception {
+        SampleHandoff handoff = SampleHandoff.jvm();
+        long deadline = System.nanoTime() + SampleHandoff.WAIT_NANOS;
+        long size = sample.patch().bytes();
+        while (!handoff.awaitRoom(size, ROOM_SLICE_MILLIS) && System.nanoTime() < deadline) {
+            waiting = sample.task();
+            try {
+                while (mailbox.tryYield()) {
+                    // each mail in turn: a checkpoint's among them
+                }
+            } finally {
+                waiting = null;
+            }
+        }
     }
 
     /**

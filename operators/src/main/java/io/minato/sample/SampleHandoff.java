@@ -37,7 +37,7 @@ import org.apache.flink.metrics.MetricGroup;
  */
 public final class SampleHandoff {
     /** How long a sender waits for room before sending the bytes inline. */
-    static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+    public static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     /** Entries this old are taken to be orphans of a failed attempt when room is needed. */
     static final long ORPHAN_AGE_NANOS = TimeUnit.MINUTES.toNanos(2);
@@ -191,6 +191,32 @@ public final class SampleHandoff {
         int n = counts[kind.ordinal()];
         return (kind == Kind.UNFINISHED || n > 0)
                 && (n >= reservedSamples || bytes + size > boundBytes);
+    }
+
+    /**
+     * Waits up to {@code millis} for room for a patch of {@code size} bytes, the wait {@link
+     * #offer(SampleTask, Patch)} would make, so that a sender can wait in slices, between which its
+     * task takes a checkpoint, before it offers the patch.
+     *
+     * @return true when a patch of that size would be parked now (or is never parked, and so never
+     *     waits)
+     */
+    public synchronized boolean awaitRoom(long size, long millis) throws InterruptedException {
+        if (size > boundBytes || reservedSamples == 0) {
+            return true;
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        while (full(Kind.PATCH, size)) {
+            if (dropOrphans()) {
+                continue;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        return true;
     }
 
     /**
