@@ -75,6 +75,37 @@ class SampleHandoffTest {
         }
     }
 
+    /**
+     * A sender waits for room in slices (its task runs its mail between them): a slice ends without
+     * room while the store is full, and with room as soon as a receiver takes a sample. A patch
+     * that is never parked (no reservation) never waits.
+     */
+    @Test
+    void shouldWaitForRoomInSlicesAndSayWhenThereIsRoom() throws Exception {
+        SampleHandoff h = new SampleHandoff(1 << 20);
+        long bytes = patch().bytes();
+        assertThat(h.awaitRoom(bytes, 1)).as("nothing reserved: sent inline, no wait").isTrue();
+        try (var r = h.reserve(1)) {
+            assertThat(h.awaitRoom(bytes, 1)).isTrue();
+            assertThat(h.offer(task(1), patch())).isTrue();
+            long start = System.nanoTime();
+            assertThat(h.awaitRoom(bytes, 20)).as("full").isFalse();
+            assertThat(System.nanoTime() - start)
+                    .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(20));
+            CompletableFuture<Boolean> waiting =
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return h.awaitRoom(bytes, 60_000);
+                                } catch (InterruptedException e) {
+                                    throw new IllegalStateException(e);
+                                }
+                            });
+            assertThat(h.take(task(1))).isNotNull();
+            assertThat(waiting.get(30, TimeUnit.SECONDS)).as("room once taken").isTrue();
+        }
+    }
+
     /** A task's unfinished state and its prepared patch are different entries. */
     @Test
     void shouldKeepATasksUnfinishedStateApartFromItsPatch() {
