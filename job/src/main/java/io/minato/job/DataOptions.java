@@ -176,16 +176,11 @@ public final class DataOptions {
         skip
     }
 
-    /** Whether the run uses the generated demo set (no {@code --data}). */
-    public boolean demo() {
-        return data == null;
-    }
-
     public int patchEdge() {
         if (patch != null) {
             return patch;
         }
-        return demo() ? workload.demoEdge() : workload.defaultEdge();
+        return data == null ? workload.demoEdge() : workload.defaultEdge();
     }
 
     /** What these options say the samples are. */

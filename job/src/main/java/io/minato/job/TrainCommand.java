@@ -284,7 +284,7 @@ public final class TrainCommand implements Callable<Integer> {
         }
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
         RunLog.into(run);
-        return new TrainingRun(plan, set, run).execute(spec.commandLine().getOut(), err);
+        return new TrainingRun(plan, set).execute(spec.commandLine().getOut(), err);
     }
 
     /**

@@ -44,11 +44,11 @@ final class TrainingRun {
     private final Path flinkTmp;
     private final StreamExecutionEnvironment env;
 
-    TrainingRun(RunPlan plan, TrainingSet set, Path run) throws Exception {
+    TrainingRun(RunPlan plan, TrainingSet set) throws Exception {
         this.plan = plan;
         this.options = plan.options;
         this.set = set;
-        this.run = run;
+        this.run = plan.runDir;
         RunPlan.Options o = options;
         TrainingSettings optimizer =
                 plan.optimizer == null ? null : plan.optimizer.withNetwork(set.network(o.width()));

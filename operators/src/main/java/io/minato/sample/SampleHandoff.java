@@ -205,8 +205,15 @@ public final class SampleHandoff {
         if (size > boundBytes || reservedSamples == 0) {
             return true;
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-        while (full(Kind.PATCH, size)) {
+        return roomBy(Kind.PATCH, size, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis));
+    }
+
+    /**
+     * Whether an entry of {@code kind} and {@code size} bytes finds room by {@code deadline}
+     * ({@link System#nanoTime}), dropping orphans and waiting for takers meanwhile. Holds the lock.
+     */
+    private boolean roomBy(Kind kind, long size, long deadline) throws InterruptedException {
+        while (full(kind, size)) {
             if (dropOrphans()) {
                 continue;
             }
@@ -247,22 +254,16 @@ public final class SampleHandoff {
             return false;
         }
         long deadline = System.nanoTime() + (key.kind() == Kind.PATCH ? WAIT_NANOS : 0);
-        while (full(key.kind(), size)) {
-            if (dropOrphans()) {
-                continue;
-            }
-            long left = deadline - System.nanoTime();
-            if (left <= 0) {
-                sentInline++;
-                return false;
-            }
-            try {
-                TimeUnit.NANOSECONDS.timedWait(this, left);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                sentInline++;
-                return false;
-            }
+        boolean room;
+        try {
+            room = roomBy(key.kind(), size, deadline);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            room = false;
+        }
+        if (!room) {
+            sentInline++;
+            return false;
         }
         Entry e = new Entry(key, value, size, System.nanoTime());
         parked.computeIfAbsent(key, k -> new ArrayDeque<>(1)).addLast(e);
