@@ -283,16 +283,20 @@ class InOrderLoaderTest {
         }
         Path missing = files.get(1).image();
         Files.delete(missing);
-        InOrderLoader op =
-                InOrderLoader.builder()
-                        .setWorkload(new CaseTable(files).workload(CONFIG))
-                        .setBatchSize(2)
-                        .setDevices(1)
-                        .setWorkers(1)
-                        .build();
+        // Held until both tasks are in: a worker failing while the second is fed would fail that
+        // element instead of posting mail.
+        GatedLoader op =
+                new GatedLoader(
+                        InOrderLoader.builder()
+                                .setWorkload(new CaseTable(files).workload(CONFIG))
+                                .setBatchSize(2)
+                                .setDevices(1)
+                                .setWorkers(1),
+                        2);
         try (var h = harness(op)) {
             h.open();
             feed(h, 0, 2, i -> 1); // one batch, of the missing case: the last tasks to come
+            op.gate.countDown();
             var mailbox = h.getTaskMailbox();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             Optional<Mail> mail = Optional.empty();
