@@ -50,7 +50,6 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private boolean skipBadSamples;
 
     private transient DjlFeed feed;
-    private transient ExecutorService executor;
     private transient Thread iterator;
     private transient FailureMail failures;
     private transient volatile Throwable failure; // the iterator's, once it failed
@@ -64,6 +63,9 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     private transient InOrderBaseline baseline;
 
     private static final Object END = new Object();
+
+    /** How long {@link #close} waits for the iterator to stop DJL's workers. */
+    private static final long CLOSE_WAIT_MILLIS = 10_000;
 
     public DjlLoader(Workload<?> workload, int batchSize, int devices, int workers) {
         this.workload = Objects.requireNonNull(workload, "workload");
@@ -114,14 +116,6 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
         failures = FailureMail.to(getContainingTask(), this::surfaceFailure);
-        executor =
-                Executors.newFixedThreadPool(
-                        workers,
-                        r -> {
-                            Thread t = new Thread(r, "djl-loader-worker");
-                            t.setDaemon(true);
-                            return t;
-                        });
         iterator = new Thread(this::iterate, "djl-loader-iterator");
         iterator.setDaemon(true);
         iterator.start();
@@ -174,10 +168,10 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             baseline.close(getRuntimeContext());
         }
         if (iterator != null) {
+            // It stops DJL's workers and waits for them (see iterate): the task ends once no
+            // thread of it runs native code on its arrays, unless a fetch outlasts the wait.
             iterator.interrupt();
-        }
-        if (executor != null) {
-            executor.shutdownNow();
+            iterator.join(CLOSE_WAIT_MILLIS);
         }
         super.close();
     }
@@ -235,7 +229,16 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     /** The loader thread: DJL's iteration over the dataset, batches into the handover. */
     private void iterate() {
-        try (NDManager manager = NDManager.newBaseManager()) {
+        ExecutorService executor =
+                Executors.newFixedThreadPool(
+                        workers,
+                        r -> {
+                            Thread t = new Thread(r, "djl-loader-worker");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        NDManager manager = NDManager.newBaseManager();
+        try {
             DjlDataset dataset =
                     new DjlDataset(
                             feed,
@@ -272,6 +275,31 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        } finally {
+            // DJL's workers stack the arrays of this manager's batches in native code. An
+            // iteration that failed (one batch's bad sample) or was interrupted leaves the
+            // others' fetches running: the manager is freed only once none runs, or libtorch
+            // reads freed memory and the whole JVM goes down with it.
+            stopAndWait(executor);
+            manager.close();
+        }
+    }
+
+    /** Stops {@code executor}'s tasks and waits for them, however often this thread is told. */
+    private static void stopAndWait(ExecutorService executor) {
+        executor.shutdownNow();
+        boolean interrupted = false;
+        while (true) {
+            try {
+                if (executor.awaitTermination(1, TimeUnit.SECONDS)) {
+                    break;
+                }
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
