@@ -12,7 +12,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -51,15 +50,12 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     private transient DjlFeed feed;
     private transient Thread iterator;
-    private transient FailureMail failures;
     private transient volatile Throwable failure; // the iterator's, once it failed
     private transient BlockingQueue<Object> handover; // Batch, or END, or a Throwable
     private transient long emitted; // batches emitted
     private transient long firstBatch; // batch number of the first batch of this (re)start
     private transient GlobalBatchState state;
     private transient Quarantine quarantine;
-    private transient Counter batchesMetric;
-    private transient Counter samplesDropped;
     private transient InOrderBaseline baseline;
 
     private static final Object END = new Object();
@@ -105,17 +101,20 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
         super.open();
         GlobalBatchState.requireOneSubtask(
                 getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks(), "DJL loader", "");
-        batchesMetric = getMetricGroup().counter("batches");
-        samplesDropped = getMetricGroup().counter("samplesDropped");
         quarantine.open(getRuntimeContext());
         // DJL numbers the batches of each (re)start from 0.
         baseline =
                 new InOrderBaseline(
-                        getRuntimeContext(), getMetricGroup(), workload, batchSize, devices, 0);
+                        getRuntimeContext(),
+                        getMetricGroup(),
+                        workload,
+                        batchSize,
+                        devices,
+                        0,
+                        FailureMail.to(getContainingTask(), this::surfaceFailure));
         feed = new DjlFeed(batchSize);
         state.restoredTasks().forEach(feed::add);
         handover = new ArrayBlockingQueue<>(1);
-        failures = FailureMail.to(getContainingTask(), this::surfaceFailure);
         iterator = new Thread(this::iterate, "djl-loader-iterator");
         iterator.setDaemon(true);
         iterator.start();
@@ -143,7 +142,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
     public void endInput() throws Exception {
         feed.end();
         drainUntil(Long.MAX_VALUE);
-        samplesDropped.inc(feed.remainder().size());
+        baseline.samplesDropped.inc(feed.remainder().size());
     }
 
     @Override
@@ -161,9 +160,6 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        if (failures != null) {
-            failures.close();
-        }
         if (baseline != null) {
             baseline.close(getRuntimeContext());
         }
@@ -219,7 +215,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
                 new StreamRecord<>(
                         GlobalBatchState.toDevice(
                                 k, devices, b.samples(), b.heldBackNanos(), baseline.trainers)));
-        batchesMetric.inc();
+        baseline.batches.inc();
     }
 
     /** Whether a prepared batch waits behind an unfinished head now (a hold); for tests. */
@@ -269,7 +265,7 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             Thread.currentThread().interrupt();
         } catch (Throwable t) {
             failure = rootBadInput(t);
-            failures.failed(failure);
+            baseline.failures.failed(failure);
             try {
                 handover.put(failure);
             } catch (InterruptedException e) {

@@ -16,7 +16,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
@@ -56,16 +55,12 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     /** One single-thread executor per worker: its queue is DataLoader's per-worker index queue. */
     private transient ExecutorService[] pool;
 
-    private transient FailureMail failures;
-
     private transient ArrayDeque<InFlight> inFlight;
     private transient List<SampleTask> grouping;
     private transient long nextBatch;
     private transient GlobalBatchState state;
     private transient Quarantine quarantine;
 
-    private transient Counter batches;
-    private transient Counter samplesDropped;
     private transient InOrderBaseline baseline;
 
     /** Written on the operator thread, read by the metric reporter. */
@@ -106,7 +101,6 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                 "in-order loader",
                 "; use more workers instead");
         inFlight = new ArrayDeque<>();
-        failures = FailureMail.to(getContainingTask(), this::surfaceFailure);
         pool = new ExecutorService[workers];
         for (int w = 0; w < workers; w++) {
             String name = "in-order-loader-worker-" + w;
@@ -119,13 +113,17 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                             });
         }
         var metrics = getMetricGroup();
-        batches = metrics.counter("batches");
-        samplesDropped = metrics.counter("samplesDropped");
         metrics.gauge("outstanding", () -> outstanding);
         quarantine.open(getRuntimeContext());
         baseline =
                 new InOrderBaseline(
-                        getRuntimeContext(), metrics, workload, batchSize, devices, nextBatch);
+                        getRuntimeContext(),
+                        metrics,
+                        workload,
+                        batchSize,
+                        devices,
+                        nextBatch,
+                        FailureMail.to(getContainingTask(), this::surfaceFailure));
     }
 
     @Override
@@ -147,7 +145,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
     public void endInput() throws Exception {
         drain();
         // drop_last=True: the remainder of fewer than B tasks never becomes a batch.
-        samplesDropped.inc(grouping.size());
+        baseline.samplesDropped.inc(grouping.size());
         grouping.clear();
     }
 
@@ -170,9 +168,6 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        if (failures != null) {
-            failures.close();
-        }
         if (baseline != null) {
             baseline.close(getRuntimeContext());
         }
@@ -196,7 +191,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                             try {
                                 return prepare(k, tasks);
                             } catch (Exception | Error e) {
-                                failures.failed(e);
+                                baseline.failures.failed(e);
                                 throw e;
                             }
                         });
@@ -231,7 +226,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
                 new StreamRecord<>(
                         GlobalBatchState.toDevice(
                                 k, devices, samples, heldBackNanos, baseline.trainers)));
-        batches.inc();
+        baseline.batches.inc();
     }
 
     /**
@@ -337,7 +332,7 @@ public class InOrderLoader extends AbstractStreamOperator<Batch>
 
     /** Tasks of the final partial batch that endInput dropped. */
     long samplesDropped() {
-        return samplesDropped.getCount();
+        return baseline.samplesDropped.getCount();
     }
 
     /** Batches already prepared but held behind an unfinished head; operator thread only. */
