@@ -190,7 +190,7 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
                             allowedRestores);
             ledger.register(context.metricGroup());
             return new TrainerCoordinator(
-                    new QueueCoordinator.Provider(operator).create(context),
+                    QueueCoordinator.provider(operator).create(context),
                     new CheckpointAfterRestore(
                             context::getCheckpointCoordinator, context::currentParallelism),
                     ledger,

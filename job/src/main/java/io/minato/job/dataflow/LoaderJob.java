@@ -11,7 +11,7 @@ import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
-import io.minato.loader.pacing.FailureWitness;
+import io.minato.loader.pacing.LastFailure;
 import io.minato.loader.pacing.PacingCoordinator;
 import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
@@ -484,7 +484,7 @@ public final class LoaderJob {
      */
     private static <IN> WithCoordinator<IN, PreparedSample> paced(
             OneInputStreamOperator<IN, PreparedSample> worker) {
-        return WithCoordinator.of(worker, (name, id) -> new PacingCoordinator.Provider(id, name));
+        return WithCoordinator.of(worker, (name, id) -> PacingCoordinator.provider(id, name));
     }
 
     /**
@@ -493,7 +493,7 @@ public final class LoaderJob {
      */
     private static <IN> WithCoordinator<IN, Batch> witnessed(
             OneInputStreamOperator<IN, Batch> loader) {
-        return WithCoordinator.of(loader, (name, id) -> new FailureWitness.Provider(id));
+        return WithCoordinator.of(loader, (name, id) -> LastFailure.witness(id));
     }
 
     private DataStream<Batch> inOrder(DataStream<SampleTask> tasks) {

@@ -1,6 +1,8 @@
 package io.minato.loader.pacing;
 
+import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.operators.coordination.CoordinatorStore;
+import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
 
 /**
  * The latest failure of a subtask that any of the job's coordinators heard of, in the JobManager: a
@@ -26,6 +28,25 @@ public final class LastFailure {
     public static LastFailure in(CoordinatorStore store) {
         return (LastFailure)
                 store.compute(KEY, (key, old) -> old != null ? old : new LastFailure());
+    }
+
+    /**
+     * The coordinator of an operator that needs none but whose failures the job must be able to
+     * name (a baseline's loader): it notes each failure of its subtasks here.
+     */
+    public static OperatorCoordinator.Provider witness(OperatorID operator) {
+        return new StatelessCoordinator.Provider(
+                operator,
+                context ->
+                        new StatelessCoordinator() {
+                            private final LastFailure failures = in(context.getCoordinatorStore());
+
+                            @Override
+                            public void executionAttemptFailed(
+                                    int subtask, int attempt, Throwable reason) {
+                                failures.failed(reason);
+                            }
+                        });
     }
 
     /**

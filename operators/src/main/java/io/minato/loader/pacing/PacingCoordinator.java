@@ -151,16 +151,7 @@ public final class PacingCoordinator extends StatelessCoordinator {
     }
 
     /** Makes the coordinator of the worker operator {@code operator}, named {@code name}. */
-    public record Provider(OperatorID operator, String name)
-            implements OperatorCoordinator.Provider {
-        @Override
-        public OperatorID getOperatorId() {
-            return operator;
-        }
-
-        @Override
-        public OperatorCoordinator create(Context context) {
-            return new PacingCoordinator(context, name);
-        }
+    public static OperatorCoordinator.Provider provider(OperatorID operator, String name) {
+        return new Provider(operator, context -> new PacingCoordinator(context, name));
     }
 }

@@ -23,15 +23,7 @@ public final class QueueCoordinator extends StatelessCoordinator {
     }
 
     /** Makes the coordinator of the trainer operator {@code operator}. */
-    public record Provider(OperatorID operator) implements OperatorCoordinator.Provider {
-        @Override
-        public OperatorID getOperatorId() {
-            return operator;
-        }
-
-        @Override
-        public OperatorCoordinator create(Context context) {
-            return new QueueCoordinator(context);
-        }
+    public static OperatorCoordinator.Provider provider(OperatorID operator) {
+        return new Provider(operator, QueueCoordinator::new);
     }
 }

@@ -1,6 +1,8 @@
 package io.minato.loader.pacing;
 
+import java.io.Serializable;
 import java.util.concurrent.CompletableFuture;
+import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
 import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 
@@ -38,4 +40,23 @@ public abstract class StatelessCoordinator implements OperatorCoordinator {
 
     @Override
     public void executionAttemptReady(int subtask, int attempt, SubtaskGateway gateway) {}
+
+    /** Makes a coordinator in its context; sent to the JobManager with the job. */
+    public interface Maker extends Serializable {
+        OperatorCoordinator create(Context context);
+    }
+
+    /** The provider of the coordinators of operator {@code operator} that {@code maker} makes. */
+    public record Provider(OperatorID operator, Maker maker)
+            implements OperatorCoordinator.Provider {
+        @Override
+        public OperatorID getOperatorId() {
+            return operator;
+        }
+
+        @Override
+        public OperatorCoordinator create(Context context) {
+            return maker.create(context);
+        }
+    }
 }

@@ -60,14 +60,14 @@ class PacingCoordinatorFailoverTest {
         OperatorID workerOperator = new OperatorID();
         OperatorCoordinatorHolder pacing =
                 holder(
-                        new PacingCoordinator.Provider(workerOperator, "workers"),
+                        PacingCoordinator.provider(workerOperator, "workers"),
                         workerOperator,
                         store,
                         workers);
         OperatorID trainerOperator = new OperatorID();
         OperatorCoordinatorHolder trainers =
                 holder(
-                        new QueueCoordinator.Provider(trainerOperator),
+                        QueueCoordinator.provider(trainerOperator),
                         trainerOperator,
                         store,
                         EventReceivingTasks.createForRunningTasks());
