@@ -191,11 +191,10 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
         if (scheduled) {
             scheduler =
                     WorkerScheduler.of(
-                            WorkerScheduler.inTaskManager(
-                                    WorkerScheduler.key(
-                                            getRuntimeContext().getJobInfo().getJobId().toString(),
-                                            task.getAttemptNumber()),
-                                    getMetricGroup()));
+                            WorkerScheduler.key(
+                                    getRuntimeContext().getJobInfo().getJobId().toString(),
+                                    task.getAttemptNumber()),
+                            getMetricGroup());
             registration = scheduler.worker(kind);
             getMetricGroup().gauge(ACTIVE_WORKERS, (Gauge<Integer>) scheduler::active);
             pacedBlind = getRuntimeContext().getLongCounter(PACED_BLIND);

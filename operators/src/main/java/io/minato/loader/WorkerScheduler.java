@@ -97,8 +97,17 @@ public final class WorkerScheduler {
         this.processCpu = processCpu;
     }
 
-    /** The scheduler of {@code job} in this JVM, made on first use; gone when all unregister. */
-    public static WorkerScheduler of(String job) {
+    /**
+     * The scheduler of job attempt {@code attempt} ({@link #key}) in the TaskManager whose operator
+     * has {@code metrics}, made on first use; gone when all unregister. Its workers and trainers
+     * meet there.
+     */
+    public static WorkerScheduler of(String attempt, MetricGroup metrics) {
+        return of(inTaskManager(attempt, metrics));
+    }
+
+    /** The scheduler named {@code job} in this JVM, made on first use. */
+    static WorkerScheduler of(String job) {
         synchronized (BY_JOB) {
             return BY_JOB.computeIfAbsent(
                     job,
@@ -147,7 +156,7 @@ public final class WorkerScheduler {
      * The name of a job attempt's scheduler in the TaskManager whose operator has {@code metrics}:
      * one per TaskManager, also where several share a JVM (a MiniCluster), as on a cluster.
      */
-    public static String inTaskManager(String key, MetricGroup metrics) {
+    static String inTaskManager(String key, MetricGroup metrics) {
         return key + "@" + SampleHandoff.taskManagerOf(metrics);
     }
 

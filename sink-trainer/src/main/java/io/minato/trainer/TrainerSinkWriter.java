@@ -191,8 +191,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
         // The worker scheduler of this TaskManager paces the preparation by how full the queues
         // are; the workers of others hear of this queue through the job (TrainerOperator).
-        String here = WorkerScheduler.inTaskManager(groupId, metrics);
-        WorkerScheduler scheduler = WorkerScheduler.of(here);
+        WorkerScheduler scheduler = WorkerScheduler.of(groupId, metrics);
         clock = new StepClock();
         scheduling = scheduler.queue(() -> held, queueDepth);
         if (outputDir != null) {
