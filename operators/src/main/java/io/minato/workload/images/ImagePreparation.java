@@ -7,7 +7,7 @@ import io.minato.spi.PatchPool;
 import io.minato.spi.SampleKey;
 import io.minato.spi.SampleRandom;
 import io.minato.spi.Shape3;
-import io.minato.spi.Steps;
+import io.minato.spi.StepCursor;
 import java.awt.image.BufferedImage;
 import java.io.DataInput;
 import java.io.DataOutput;
@@ -28,7 +28,7 @@ import java.util.Objects;
  * a preparation resumed elsewhere ends as the same bytes. Between the decode and the end of the
  * resize the state holds the decoded pixels; after, only the patch.
  */
-public final class ImagePreparation implements Steps<EncodedImage> {
+public final class ImagePreparation extends StepCursor<EncodedImage, ImagePreparation.Step> {
 
     /** The steps, in order; RESIZE runs once per slab of output rows. */
     public enum Step {
@@ -50,10 +50,8 @@ public final class ImagePreparation implements Steps<EncodedImage> {
         }
     }
 
-    private final SampleKey key;
     private final ImageConfig config;
     private final FileMemo<Decoded> memo;
-    private Step step = Step.DECODE;
     private int label;
     private int width;
     private int height;
@@ -73,35 +71,12 @@ public final class ImagePreparation implements Steps<EncodedImage> {
     private int left;
     private int cropHeight;
     private int cropWidth;
-    private Patch patch;
     private int rowCursor;
 
     ImagePreparation(SampleKey key, ImageConfig config, FileMemo<Decoded> memo) {
-        this.key = Objects.requireNonNull(key);
+        super(key, Step.DECODE, Step.DONE);
         this.config = Objects.requireNonNull(config);
         this.memo = Objects.requireNonNull(memo);
-    }
-
-    @Override
-    public SampleKey key() {
-        return key;
-    }
-
-    public Step step() {
-        return step;
-    }
-
-    @Override
-    public boolean isDone() {
-        return step == Step.DONE;
-    }
-
-    @Override
-    public Patch result() {
-        if (!isDone()) {
-            throw new IllegalStateException("preparation of " + key + " stopped at " + step);
-        }
-        return patch;
     }
 
     @Override
@@ -113,7 +88,7 @@ public final class ImagePreparation implements Steps<EncodedImage> {
             case FLIP -> flip();
             case JITTER -> jitter();
             case NORMALIZE -> normalize();
-            case DONE -> throw new IllegalStateException("preparation of " + key + " is done");
+            case DONE -> throw advancedWhenDone();
         }
     }
 
@@ -492,11 +467,7 @@ public final class ImagePreparation implements Steps<EncodedImage> {
 
     @Override
     public void writeTo(DataOutput out) throws IOException {
-        out.writeByte(FORMAT);
-        out.writeLong(key.seed());
-        out.writeInt(key.epoch());
-        out.writeLong(key.index());
-        out.writeByte(step.ordinal());
+        writeHead(out, FORMAT);
         out.writeInt(label);
         out.writeInt(width);
         out.writeInt(height);
@@ -516,26 +487,14 @@ public final class ImagePreparation implements Steps<EncodedImage> {
             }
             out.write(bytes);
         }
-        out.writeBoolean(patch != null);
-        if (patch != null) {
-            patch.writeTo(out);
-        }
+        writePatch(out);
     }
 
     static ImagePreparation readFrom(DataInput in, ImageConfig config, FileMemo<Decoded> memo)
             throws IOException {
-        int format = in.readUnsignedByte();
-        if (format != FORMAT) {
-            throw new IOException("unknown image preparation state format " + format);
-        }
         ImagePreparation p =
-                new ImagePreparation(
-                        new SampleKey(in.readLong(), in.readInt(), in.readLong()), config, memo);
-        int step = in.readUnsignedByte();
-        if (step >= Step.values().length) {
-            throw new IOException("corrupt image preparation state: step " + step);
-        }
-        p.step = Step.values()[step];
+                new ImagePreparation(readKey(in, FORMAT, "image preparation"), config, memo);
+        p.readStep(in, "image preparation");
         p.label = in.readInt();
         p.width = in.readInt();
         p.height = in.readInt();
@@ -561,9 +520,7 @@ public final class ImagePreparation implements Steps<EncodedImage> {
             }
             p.rgb = rgb;
         }
-        if (in.readBoolean()) {
-            p.patch = Patch.readFrom(in);
-        }
+        p.readPatch(in);
         return p;
     }
 }

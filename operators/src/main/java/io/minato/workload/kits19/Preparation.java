@@ -5,7 +5,7 @@ import io.minato.spi.PatchPool;
 import io.minato.spi.SampleKey;
 import io.minato.spi.SampleRandom;
 import io.minato.spi.Shape3;
-import io.minato.spi.Steps;
+import io.minato.spi.StepCursor;
 import io.minato.stats.FetchClock;
 import java.io.DataInput;
 import java.io.DataOutput;
@@ -32,7 +32,7 @@ import java.util.Objects;
  * CaseMemo} first and handed to it once complete: a case is scanned once, not once per foreground
  * sample. Whether the components were remembered or scanned, the sample is the same bytes.
  */
-public final class Preparation implements Steps<Volume> {
+public final class Preparation extends StepCursor<Volume, Preparation.Step> {
 
     /** The steps, in order; several steps may run more than once (one part per call). */
     public enum Step {
@@ -89,9 +89,6 @@ public final class Preparation implements Steps<Volume> {
         }
     }
 
-    private final SampleKey key;
-    private Step step = Step.START;
-
     /** The settings {@link #advance(Volume)} runs with; null when each call passes its own. */
     private TransformConfig bound;
 
@@ -103,8 +100,6 @@ public final class Preparation implements Steps<Volume> {
 
     /** The case's foreground components, between the end of the scan (or the memo) and PICK. */
     private List<Component> components;
-
-    private Patch patch;
 
     /** The next slice of the patch for the sliced steps CROP and NOISE. */
     private int sliceCursor;
@@ -118,7 +113,7 @@ public final class Preparation implements Steps<Volume> {
     private double tailSink;
 
     private Preparation(SampleKey key) {
-        this.key = Objects.requireNonNull(key);
+        super(key, Step.START, Step.DONE);
     }
 
     public static Preparation start(SampleKey key) {
@@ -145,32 +140,9 @@ public final class Preparation implements Steps<Volume> {
         return p.result();
     }
 
-    @Override
-    public SampleKey key() {
-        return key;
-    }
-
-    public Step step() {
-        return step;
-    }
-
-    @Override
-    public boolean isDone() {
-        return step == Step.DONE;
-    }
-
     /** Whether the crop is foreground-centred; meaningful once START ran. */
     public boolean isForegroundCrop() {
         return foreground;
-    }
-
-    /** The prepared sample. */
-    @Override
-    public Patch result() {
-        if (!isDone()) {
-            throw new IllegalStateException("preparation of " + key + " stopped at " + step);
-        }
-        return patch;
     }
 
     /** Runs the current step (or one part of it) with the settings bound at the start. */
@@ -203,7 +175,7 @@ public final class Preparation implements Steps<Volume> {
             case BRIGHTNESS -> brightness(config);
             case NOISE -> noiseSlab(config);
             case TAIL -> tailSlab(config);
-            case DONE -> throw new IllegalStateException("preparation of " + key + " is done");
+            case DONE -> throw advancedWhenDone();
         }
         return running.transform();
     }
@@ -416,11 +388,7 @@ public final class Preparation implements Steps<Volume> {
 
     @Override
     public void writeTo(DataOutput out) throws IOException {
-        out.writeByte(FORMAT);
-        out.writeLong(key.seed());
-        out.writeInt(key.epoch());
-        out.writeLong(key.index());
-        out.writeByte(step.ordinal());
+        writeHead(out, FORMAT);
         out.writeBoolean(foreground);
         out.writeBoolean(origin != null);
         if (origin != null) {
@@ -442,19 +410,12 @@ public final class Preparation implements Steps<Volume> {
         out.writeDouble(noiseStd);
         out.writeInt(tailPass);
         out.writeDouble(tailSink);
-        out.writeBoolean(patch != null);
-        if (patch != null) {
-            patch.writeTo(out);
-        }
+        writePatch(out);
     }
 
     public static Preparation readFrom(DataInput in) throws IOException {
-        int format = in.readUnsignedByte();
-        if (format != FORMAT) {
-            throw new IOException("unknown preparation state format " + format);
-        }
-        Preparation p = new Preparation(new SampleKey(in.readLong(), in.readInt(), in.readLong()));
-        p.step = Step.values()[in.readUnsignedByte()];
+        Preparation p = new Preparation(readKey(in, FORMAT, "preparation"));
+        p.readStep(in, "preparation");
         p.foreground = in.readBoolean();
         if (in.readBoolean()) {
             p.origin = new int[] {in.readInt(), in.readInt(), in.readInt()};
@@ -477,9 +438,7 @@ public final class Preparation implements Steps<Volume> {
         p.noiseStd = in.readDouble();
         p.tailPass = in.readInt();
         p.tailSink = in.readDouble();
-        if (in.readBoolean()) {
-            p.patch = Patch.readFrom(in);
-        }
+        p.readPatch(in);
         return p;
     }
 }

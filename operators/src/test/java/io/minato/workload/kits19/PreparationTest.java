@@ -1,6 +1,7 @@
 package io.minato.workload.kits19;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import io.minato.spi.Patch;
@@ -393,6 +394,28 @@ class PreparationTest {
             steps++;
         }
         return steps;
+    }
+
+    /** A state of another format or with no such step is refused in one line, not misread. */
+    @Test
+    void shouldRefuseAStateOfAnotherFormatOrAStepThatIsNone() throws IOException {
+        byte[] state = serialize(Preparation.start(new SampleKey(3, 1, 7)));
+        byte[] format = state.clone();
+        format[0] = 9;
+        assertThatThrownBy(
+                        () ->
+                                Preparation.readFrom(
+                                        new DataInputStream(new ByteArrayInputStream(format))))
+                .isInstanceOf(IOException.class)
+                .hasMessage("unknown preparation state format 9");
+        byte[] step = state.clone();
+        step[1 + 8 + 4 + 8] = (byte) 200; // after the format and the key
+        assertThatThrownBy(
+                        () ->
+                                Preparation.readFrom(
+                                        new DataInputStream(new ByteArrayInputStream(step))))
+                .isInstanceOf(IOException.class)
+                .hasMessage("corrupt preparation state: step 200");
     }
 
     private static int countNonZero(byte[] label) {
