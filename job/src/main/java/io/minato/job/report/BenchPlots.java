@@ -76,12 +76,31 @@ public final class BenchPlots {
             double boundS,
             long slow,
             long delivered,
+            Timings timings) {}
+
+    /**
+     * What a report may lack (NaN then): the first epoch's wall time, the later epochs' samples/s,
+     * the job's start, and the trainers' waits split into head-of-line, behind and fetch.
+     */
+    public record Timings(
             double firstEpochS,
             double laterSamplesPerS,
             double startS,
             double headOfLineS,
             double behindS,
-            double fetchS) {}
+            double fetchS) {
+
+        /** Each timing's median over {@code runs}. */
+        static Timings median(List<Run> runs) {
+            return new Timings(
+                    BenchPlots.median(runs, r -> r.timings().firstEpochS()),
+                    BenchPlots.median(runs, r -> r.timings().laterSamplesPerS()),
+                    BenchPlots.median(runs, r -> r.timings().startS()),
+                    BenchPlots.median(runs, r -> r.timings().headOfLineS()),
+                    BenchPlots.median(runs, r -> r.timings().behindS()),
+                    BenchPlots.median(runs, r -> r.timings().fetchS()));
+        }
+    }
 
     /** Medians over the runs of one loader at one step time. */
     public record Row(
@@ -95,12 +114,7 @@ public final class BenchPlots {
             double slowPercent,
             double boundS,
             double wallOverBound,
-            double firstEpochS,
-            double laterSamplesPerS,
-            double startS,
-            double headOfLineS,
-            double behindS,
-            double fetchS) {}
+            Timings timings) {}
 
     private final List<String> loaders;
     private final double[] steps;
@@ -141,12 +155,7 @@ public final class BenchPlots {
                                 median(g, r -> 100.0 * r.slow() / Math.max(1, r.delivered())),
                                 median(g, Run::boundS),
                                 median(g, r -> r.boundS() != 0 ? r.wallS() / r.boundS() : 0),
-                                median(g, Run::firstEpochS),
-                                median(g, Run::laterSamplesPerS),
-                                median(g, Run::startS),
-                                median(g, Run::headOfLineS),
-                                median(g, Run::behindS),
-                                median(g, Run::fetchS)));
+                                Timings.median(g)));
             }
         }
     }
@@ -204,12 +213,13 @@ public final class BenchPlots {
                 bound,
                 (long) number(m, "samples.slow"),
                 (long) number(m, "samples.delivered"),
-                optional(m, "first_epoch.wall_s"),
-                optional(m, "later_epochs.samples_per_s"),
-                optional(m, "start_s"),
-                optional(m, "stall.head_of_line_s"),
-                optional(m, "stall.behind_s"),
-                optional(m, "stall.fetch_s"));
+                new Timings(
+                        optional(m, "first_epoch.wall_s"),
+                        optional(m, "later_epochs.samples_per_s"),
+                        optional(m, "start_s"),
+                        optional(m, "stall.head_of_line_s"),
+                        optional(m, "stall.behind_s"),
+                        optional(m, "stall.fetch_s")));
     }
 
     /** A number that reports may lack or hold as null: NaN then. */
@@ -317,12 +327,12 @@ public final class BenchPlots {
                             r.slowPercent(),
                             r.boundS(),
                             r.wallOverBound(),
-                            orDash(r.firstEpochS(), "%.2f"),
-                            orDash(r.laterSamplesPerS(), "%.1f"),
-                            orDash(r.startS(), "%.2f"),
-                            orDash(r.headOfLineS(), "%.2f"),
-                            orDash(r.behindS(), "%.2f"),
-                            orDash(r.fetchS(), "%.2f")));
+                            orDash(r.timings().firstEpochS(), "%.2f"),
+                            orDash(r.timings().laterSamplesPerS(), "%.1f"),
+                            orDash(r.timings().startS(), "%.2f"),
+                            orDash(r.timings().headOfLineS(), "%.2f"),
+                            orDash(r.timings().behindS(), "%.2f"),
+                            orDash(r.timings().fetchS(), "%.2f")));
         }
         return b.toString();
     }
