@@ -137,10 +137,7 @@ public final class ConvTranspose3d extends AbstractBlock {
 
         /** The number of output channels (required). */
         public Builder setFilters(int filters) {
-            if (filters <= 0) {
-                throw new IllegalArgumentException("filters must be > 0, got " + filters);
-            }
-            this.filters = filters;
+            this.filters = Unet3d.positive("filters", filters);
             return this;
         }
 

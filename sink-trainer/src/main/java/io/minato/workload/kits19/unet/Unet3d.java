@@ -251,6 +251,14 @@ public final class Unet3d extends AbstractBlock {
         return new SequentialBlock().add(convNormRelu(filters, 2)).add(convNormRelu(filters, 1));
     }
 
+    /** {@code value}, checked to be above 0: the builders' counts. */
+    static int positive(String name, int value) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(name + " must be > 0, got " + value);
+        }
+        return value;
+    }
+
     /** Builder of {@link Unet3d}. */
     public static final class Builder {
         private int inChannels = 1;
@@ -261,19 +269,13 @@ public final class Unet3d extends AbstractBlock {
 
         /** Image channels; default 1 (CT). */
         public Builder optInChannels(int inChannels) {
-            if (inChannels <= 0) {
-                throw new IllegalArgumentException("inChannels must be > 0, got " + inChannels);
-            }
-            this.inChannels = inChannels;
+            this.inChannels = positive("inChannels", inChannels);
             return this;
         }
 
         /** Output classes; default 3 (background, kidney, tumour). */
         public Builder optClasses(int classes) {
-            if (classes <= 0) {
-                throw new IllegalArgumentException("classes must be > 0, got " + classes);
-            }
-            this.classes = classes;
+            this.classes = positive("classes", classes);
             return this;
         }
 
