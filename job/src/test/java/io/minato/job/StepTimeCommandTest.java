@@ -22,15 +22,54 @@ class StepTimeCommandTest {
         assertThat(run.status()).as(run.err()).isZero();
         String[] lines = run.out().strip().split("\n");
         assertThat(lines).hasSize(2);
-        assertThat(lines[0]).startsWith("width").contains("median ms");
+        assertThat(lines[0].trim().split("\\s+"))
+                .containsExactly(
+                        "width",
+                        "patch",
+                        "batch",
+                        "median",
+                        "ms",
+                        "min",
+                        "ms",
+                        "max",
+                        "ms",
+                        "copy",
+                        "forward",
+                        "backward",
+                        "update",
+                        "peak",
+                        "MB");
         String[] cells = lines[1].trim().split("\\s+");
-        assertThat(cells).hasSize(6);
+        assertThat(cells).hasSize(11);
         assertThat(cells[0]).isEqualTo("0.125");
         assertThat(cells[1]).isEqualTo("32");
         assertThat(cells[2]).isEqualTo("1");
         long median = Long.parseLong(cells[3]);
+        long max = Long.parseLong(cells[5]);
         assertThat(Long.parseLong(cells[4])).isLessThanOrEqualTo(median);
-        assertThat(Long.parseLong(cells[5])).isGreaterThanOrEqualTo(median);
+        assertThat(max).isGreaterThanOrEqualTo(median);
+        // The phases' medians: the forward and backward passes take time, and no phase, nor
+        // their sum, takes longer than the longest step (each to a millisecond).
+        double sum = 0;
+        for (int phase = 6; phase <= 9; phase++) {
+            double ms = Double.parseDouble(cells[phase]);
+            assertThat(ms).isGreaterThanOrEqualTo(0);
+            sum += ms;
+        }
+        assertThat(Double.parseDouble(cells[7])).as("forward").isPositive();
+        assertThat(Double.parseDouble(cells[8])).as("backward").isPositive();
+        assertThat(sum).isLessThanOrEqualTo(max + 4);
+        assertThat(Long.parseLong(cells[10])).as("peak MB of the process").isPositive();
+    }
+
+    @Test
+    void shouldRefuseADeviceThatIsNotHereInOneLine() {
+        var gone = MainTest.run("step-time", "--device", "gpu:9999");
+        assertThat(gone.status()).isEqualTo(2);
+        assertThat(gone.err()).contains("--device gpu:9999: libtorch sees").contains("GPU(s) here");
+        var odd = MainTest.run("step-time", "--device", "tpu");
+        assertThat(odd.status()).isEqualTo(2);
+        assertThat(odd.err()).contains("--device tpu: expected cpu, gpu or gpu:N");
     }
 
     @Test

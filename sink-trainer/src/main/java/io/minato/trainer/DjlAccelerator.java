@@ -150,6 +150,9 @@ public final class DjlAccelerator implements Accelerator {
         this(settings, Device.cpu());
     }
 
+    /** Where each phase of the steps goes; null but in {@code step-time}. */
+    private StepProfile profile;
+
     public DjlAccelerator(TrainingSettings settings, Device device) {
         this.settings = settings;
         this.device = device;
@@ -209,8 +212,12 @@ public final class DjlAccelerator implements Accelerator {
                 stagedSteps++;
             }
             in.staged = null;
+            if (profile != null) {
+                profile.begin();
+            }
             NDArray x = scope.create(in.images, in.imageShape, DataType.FLOAT32);
             NDArray y = settings.network().labels(batch, in.labels, scope);
+            phaseEnded(StepProfile.Phase.COPY, x);
             // Not DJL's GradientCollector: it allows one collector per JVM, and replicas train at
             // the same time. Grad mode is per thread in libtorch.
             boolean gradMode = JniUtils.isGradMode();
@@ -219,12 +226,14 @@ public final class DjlAccelerator implements Accelerator {
             try {
                 NDList prediction = trainer.forward(new NDList(x));
                 l = trainer.getLoss().evaluate(new NDList(y), prediction);
+                phaseEnded(StepProfile.Phase.FORWARD, l);
                 JniUtils.backward(
                         (PtNDArray) l, (PtNDArray) scope.ones(l.getShape()), false, false);
             } finally {
                 JniUtils.setGradMode(gradMode);
             }
             NDArray[] gradients = parameters.gradients(scope);
+            phaseEnded(StepProfile.Phase.BACKWARD, l);
             long waited;
             if (member == null || member.size() == 1) {
                 // Alone: the group (if any) only orders the step against checkpoint cuts.
@@ -246,6 +255,7 @@ public final class DjlAccelerator implements Accelerator {
                 update(parameters.takeAverage(average, scope), scope);
             }
             parameters.zeroGradients();
+            phaseEnded(StepProfile.Phase.UPDATE, l);
             // While a GPU runs the queued step, the host copies the next batch into the other
             // pair of buffers (on the CPU this step has run already: it only comes earlier).
             current = 1 - current;
@@ -260,6 +270,31 @@ public final class DjlAccelerator implements Accelerator {
             float loss = l.getFloat();
             return new StepResult(loss, busyNanos(System.nanoTime() - start, waited, device));
         }
+    }
+
+    /**
+     * Times each phase of the steps from now on into {@code profile} ({@code step-time}); a
+     * training run profiles nothing.
+     */
+    public void profile(StepProfile profile) {
+        this.profile = profile;
+    }
+
+    /**
+     * Ends {@code phase} of a profiled step once the work it queued is done: on a GPU, a read of
+     * one value of {@code queued} waits for all the work queued before it on the device's stream.
+     */
+    private void phaseEnded(StepProfile.Phase phase, NDArray queued) {
+        if (profile == null) {
+            return;
+        }
+        if (device.isGpu()) {
+            try (NDArray flat = queued.reshape(-1);
+                    NDArray first = flat.get(0)) {
+                first.toByteBuffer();
+            }
+        }
+        profile.ended(phase);
     }
 
     /**

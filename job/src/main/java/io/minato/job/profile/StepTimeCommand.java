@@ -1,5 +1,6 @@
 package io.minato.job.profile;
 
+import ai.djl.Device;
 import io.minato.job.BatchOptions;
 import io.minato.job.ModelOptions;
 import io.minato.job.OptimizerOptions;
@@ -11,7 +12,10 @@ import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.StepProfile;
+import io.minato.trainer.StepProfile.Phase;
 import io.minato.trainer.TrainingSettings;
+import io.minato.trainer.gpu.DeviceSpec;
 import io.minato.workload.kits19.unet.Unet3d;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -30,12 +34,16 @@ import picocli.CommandLine.Spec;
 /**
  * Times the real training step (forward, backward, SGD update on the device) of the 3D-UNet of
  * {@code --width} and train's optimizer options per batch, for each patch asked, on synthetic
- * batches: what the accelerator costs, without the loader.
+ * batches: what the accelerator costs, without the loader. Each step's time is split into its
+ * phases (copy, forward, backward, update; {@link StepProfile}), with the peak memory, on the CPU
+ * or a GPU.
  */
 @Command(
         name = "step-time",
         mixinStandardHelpOptions = true,
-        description = "Time the real 3D-UNet training step per batch on the CPU for patches.")
+        description =
+                "Time the real 3D-UNet training step per batch for patches, phase by phase, with"
+                        + " its peak memory, on the CPU or a GPU.")
 public final class StepTimeCommand implements Callable<Integer> {
 
     @Mixin ModelOptions model = new ModelOptions();
@@ -57,6 +65,14 @@ public final class StepTimeCommand implements Callable<Integer> {
             description = "Timed steps after one untimed warm-up step (default: ${DEFAULT-VALUE}).")
     int repeats = 3;
 
+    @Option(
+            names = "--device",
+            paramLabel = "D",
+            description =
+                    "cpu, or gpu[:N] (GPU N as libtorch numbers them, 0 by default) (default:"
+                            + " ${DEFAULT-VALUE}).")
+    String deviceName = "cpu";
+
     @Spec CommandSpec spec;
 
     @Override
@@ -77,48 +93,89 @@ public final class StepTimeCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        Device device = device();
         PrintWriter out = spec.commandLine().getOut();
         out.printf(
                 Locale.ROOT,
-                "%-6s %-6s %-6s %10s %10s %10s%n",
+                "%-6s %-6s %-6s %10s %10s %10s %8s %8s %8s %8s %8s%n",
                 "width",
                 "patch",
                 "batch",
                 "median ms",
                 "min ms",
-                "max ms");
+                "max ms",
+                "copy",
+                "forward",
+                "backward",
+                "update",
+                "peak MB");
         out.flush();
-        {
-            for (int patch : patches) {
-                long[] ms = time(settings, patch);
-                Arrays.sort(ms);
-                out.printf(
-                        Locale.ROOT,
-                        "%-6s %-6d %-6d %10d %10d %10d%n",
-                        model.width(),
-                        patch,
-                        batch.batch(),
-                        ms[ms.length / 2],
-                        ms[0],
-                        ms[ms.length - 1]);
-                out.flush();
-            }
+        for (int patch : patches) {
+            Timed timed = time(settings, device, patch);
+            long[] ms = timed.ms();
+            StepProfile profile = timed.profile();
+            Arrays.sort(ms);
+            out.printf(
+                    Locale.ROOT,
+                    "%-6s %-6d %-6d %10d %10d %10d %8.1f %8.1f %8.1f %8.1f %8d%n",
+                    model.width(),
+                    patch,
+                    batch.batch(),
+                    ms[ms.length / 2],
+                    ms[0],
+                    ms[ms.length - 1],
+                    profile.medianMillis(Phase.COPY),
+                    profile.medianMillis(Phase.FORWARD),
+                    profile.medianMillis(Phase.BACKWARD),
+                    profile.medianMillis(Phase.UPDATE),
+                    profile.peakBytes() >> 20);
+            out.flush();
         }
         return 0;
     }
 
-    private long[] time(TrainingSettings settings, int patch) throws Exception {
+    /** The device {@code --device} names, checked to be here. */
+    private Device device() {
+        if (deviceName.equals("cpu")) {
+            return Device.cpu();
+        }
+        if (!deviceName.matches("gpu(:\\d{1,4})?")) {
+            throw new ParameterException(
+                    spec.commandLine(), "--device " + deviceName + ": expected cpu, gpu or gpu:N");
+        }
+        int index = deviceName.equals("gpu") ? 0 : Integer.parseInt(deviceName.substring(4));
+        int gpus = DeviceSpec.torchGpus();
+        if (index >= gpus) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--device "
+                            + deviceName
+                            + ": libtorch sees "
+                            + gpus
+                            + " GPU(s) here"
+                            + (gpus == 0 ? " (a CPU-only build, or no CUDA device)" : ""));
+        }
+        return Device.gpu(index);
+    }
+
+    /** Each timed step's wall time in ms, and the profile of their phases. */
+    private record Timed(long[] ms, StepProfile profile) {}
+
+    private Timed time(TrainingSettings settings, Device device, int patch) throws Exception {
         Batch b = syntheticBatch(patch);
         long[] ms = new long[repeats];
-        try (DjlAccelerator trainer = new DjlAccelerator(settings)) {
+        StepProfile profile;
+        try (DjlAccelerator trainer = new DjlAccelerator(settings, device)) {
             trainer.train(b); // libtorch's and the JIT's first-time costs
+            profile = new StepProfile(device); // the peak counts from here
+            trainer.profile(profile);
             for (int i = 0; i < repeats; i++) {
                 long start = System.nanoTime();
                 trainer.train(b);
                 ms[i] = (System.nanoTime() - start) / 1_000_000;
             }
         }
-        return ms;
+        return new Timed(ms, profile);
     }
 
     /** Noise images with a labelled kidney-and-tumour block. */
