@@ -5,8 +5,10 @@ momentum), for comparing the project's DJL step against plain PyTorch on this ma
     /usr/bin/python3 scripts/torch_step.py --patch 64 --width 1.0 --batch 2 --repeats 3
 
 Prints the table `step-time` prints: one line a patch, median, min and max ms of the timed steps
-after one untimed warm-up step. Uses every core of the machine (torch's default on some builds is
-one thread).
+after one untimed warm-up step, the medians of the step's phases (copy, forward with the loss,
+backward, update with the gradients' zeroing; the batch is already where the model is, so the copy
+is 0) and the process's peak resident set over the timed steps in MB (Linux's VmHWM, reset after
+the warm-up). Uses every core of the machine (torch's default on some builds is one thread).
 
 The model and loss are those of the MLPerf reference as the MinatoLoader artifact ships them
 (github.com/Rahm-no/MinatoLoader, PyTorch/model/{unet3d,layers,losses}.py, from
@@ -118,22 +120,54 @@ def synthetic_batch(batch, patch, generator):
     return (torch.stack(images).unsqueeze(1).float(), torch.stack(labels).unsqueeze(1))
 
 
+def reset_peak_memory():
+    """Resets Linux's peak resident set of this process (VmHWM); False where refused."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_memory_mb():
+    """The process's peak resident set in MB (VmHWM); 0 where it cannot be read."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 0
+
+
 def time_patch(args, patch):
+    """Each timed step's ms, each phase's median ms, and the peak MB over the timed steps."""
     torch.manual_seed(args.seed)
     model = Unet3D(width=args.width).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     x, y = synthetic_batch(args.batch, patch, torch.Generator().manual_seed(1))
     ms = []
+    phases = {"forward": [], "backward": [], "update": []}
     for step in range(args.repeats + 1):  # the first step pays one-time costs, untimed
+        if step == 1:
+            reset_peak_memory()
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
         loss = dice_ce_loss(model(x), y)
+        forward = time.perf_counter()
         loss.backward()
+        backward = time.perf_counter()
         optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
         loss.item()
+        end = time.perf_counter()
         if step > 0:
-            ms.append((time.perf_counter() - start) * 1000)
-    return ms
+            ms.append((end - start) * 1000)
+            phases["forward"].append((forward - start) * 1000)
+            phases["backward"].append((backward - forward) * 1000)
+            phases["update"].append((end - backward) * 1000)
+    return ms, {name: statistics.median(v) for name, v in phases.items()}, peak_memory_mb()
 
 
 def main():
@@ -149,14 +183,16 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
-    print(f"{'width':<6} {'patch':<6} {'batch':<6} {'median ms':>10} {'min ms':>10} {'max ms':>10}")
+    print(f"{'width':<6} {'patch':<6} {'batch':<6} {'median ms':>10} {'min ms':>10} {'max ms':>10}"
+          f" {'copy':>8} {'forward':>8} {'backward':>8} {'update':>8} {'peak MB':>8}")
     for patch in (int(p) for p in args.patch.split(",")):
         if patch < 64 or patch % 32:
             # At 32 the bottleneck is one voxel, which PyTorch's InstanceNorm3d refuses in training.
             parser.error(f"--patch {patch} must be a multiple of 32, at least 64")
-        ms = time_patch(args, patch)
+        ms, phases, peak = time_patch(args, patch)
         print(f"{args.width:<6} {patch:<6} {args.batch:<6} {round(statistics.median(ms)):>10} "
-              f"{round(min(ms)):>10} {round(max(ms)):>10}", flush=True)
+              f"{round(min(ms)):>10} {round(max(ms)):>10} {0.0:>8.1f} {phases['forward']:>8.1f} "
+              f"{phases['backward']:>8.1f} {phases['update']:>8.1f} {peak:>8}", flush=True)
 
 
 if __name__ == "__main__":
