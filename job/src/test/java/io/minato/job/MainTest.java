@@ -255,6 +255,10 @@ class MainTest {
                 "--accelerator",
                 "simulated:1",
                 "--no-web-ui",
+                // Every attempt meets the same full disk: the default's ten restarts would only
+                // make the run slower.
+                "--restart-attempts",
+                "2",
                 "--run-dir",
                 run.toString());
     }

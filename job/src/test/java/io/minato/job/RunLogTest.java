@@ -13,8 +13,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * With the embedded run's logging (flink-conf/log4j-console.properties), the console carries
  * minato's lines only and Flink's warnings go to RUN_DIR/minato.log: a run whose trainer cannot
- * write (its trace on /dev/full) makes Flink restart the job three times, with a warning and a
- * stack trace each, and the console still ends in one line.
+ * write (its trace on /dev/full) makes Flink restart the job twice, with a warning and a stack
+ * trace each, and the console still ends in one line.
  */
 class RunLogTest {
     @Test
