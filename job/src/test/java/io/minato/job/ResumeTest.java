@@ -145,7 +145,12 @@ class ResumeTest {
             Path report = dir.resolve("report.json");
             Path trace = dir.resolve("trace.csv");
             Path log = dir.resolve("full.log");
-            Process full = startMain(List.of(), trainArgs(run, report, trace, "--no-web-ui"), log);
+            // Once the disk is full every attempt fails alike: two restarts, not the default's ten.
+            Process full =
+                    startMain(
+                            List.of(),
+                            trainArgs(run, report, trace, "--no-web-ui", "--restart-attempts", "2"),
+                            log);
             long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
             while (checkpointsDone(run) < 3 && full.isAlive() && System.nanoTime() < deadline) {
                 Thread.sleep(50);
