@@ -205,6 +205,9 @@ public final class DjlAccelerator implements Accelerator {
         initialize();
         int samples = batch.samples().size();
         try (NDManager scope = trainer.getManager().newSubManager()) {
+            if (profile != null) {
+                profile.begin();
+            }
             BatchInputs in = inputs[current];
             if (in.staged != batch) {
                 in.stage(batch, settings.network());
@@ -212,9 +215,6 @@ public final class DjlAccelerator implements Accelerator {
                 stagedSteps++;
             }
             in.staged = null;
-            if (profile != null) {
-                profile.begin();
-            }
             NDArray x = scope.create(in.images, in.imageShape, DataType.FLOAT32);
             NDArray y = settings.network().labels(batch, in.labels, scope);
             phaseEnded(StepProfile.Phase.COPY, x);

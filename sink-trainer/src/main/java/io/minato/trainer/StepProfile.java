@@ -30,7 +30,11 @@ public final class StepProfile {
 
     /** A step's phases, in order. */
     public enum Phase {
-        /** The batch into the step's buffers and onto the device. */
+        /**
+         * The batch into the step's buffers and onto the device. In a training run the next batch's
+         * buffers fill while the step before runs, and only the copy onto the device is left to its
+         * own step.
+         */
         COPY,
         /** The network's forward pass and the loss. */
         FORWARD,
