@@ -410,21 +410,25 @@ public final class TrainerSinkWriter implements AutoCloseable {
             member.leave(); // wakes replicas waiting for this one
         }
         worker.interrupt();
-        try {
-            worker.join(CLOSE_JOIN_MILLIS);
-        } catch (InterruptedException e) {
-            // Closing goes on: the resources below must still be released.
-            Thread.currentThread().interrupt();
-        }
-        if (worker.isAlive()) {
-            LOG.warn("Trainer of device {} did not stop within {} ms", device, CLOSE_JOIN_MILLIS);
+        // A step runs in native code, deaf to the interrupt: the accelerator's arrays are freed
+        // only once it ended, or libtorch reads freed memory and the whole TaskManager goes down.
+        // A cancelled task's thread is interrupted too, so the wait goes on through interrupts.
+        boolean stopped = awaitWorker();
+        if (!stopped) {
+            LOG.warn(
+                    "Trainer of device {} did not stop within {} ms; its accelerator is left open"
+                            + " rather than freed under a running step",
+                    device,
+                    CLOSE_JOIN_MILLIS);
         }
         scheduling.close();
         try {
             try {
                 outputs.close();
             } finally {
-                accelerator.close();
+                if (stopped) {
+                    accelerator.close();
+                }
             }
         } finally {
             if (member != null && endedNormally) {
@@ -434,6 +438,27 @@ public final class TrainerSinkWriter implements AutoCloseable {
             }
             endRunIfLast();
         }
+    }
+
+    /**
+     * Waits up to {@link #CLOSE_JOIN_MILLIS} for the worker to end, through interrupts of this
+     * thread (kept for the caller); whether it ended.
+     */
+    private boolean awaitWorker() {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_JOIN_MILLIS);
+        boolean interrupted = false;
+        long left;
+        while (worker.isAlive() && (left = deadline - System.nanoTime()) > 0) {
+            try {
+                worker.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return !worker.isAlive();
     }
 
     /**

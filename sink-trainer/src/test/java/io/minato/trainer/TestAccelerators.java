@@ -112,6 +112,51 @@ final class TestAccelerators {
     }
 
     /**
+     * Steps that spin for {@code stepMillis}, deaf to interrupts as a step in native code is; it
+     * notes whether it was closed while a step ran.
+     */
+    static final class Deaf implements AcceleratorFactory {
+        private final long stepMillis;
+        final transient CountDownLatch stepping = new CountDownLatch(1);
+        final transient AtomicInteger running = new AtomicInteger();
+        volatile boolean closedWhileStepping;
+        volatile boolean closed;
+
+        Deaf(long stepMillis) {
+            this.stepMillis = stepMillis;
+        }
+
+        @Override
+        public Accelerator create(int device, int devices) {
+            return new Accelerator() {
+                @Override
+                public StepResult train(Batch batch) {
+                    running.incrementAndGet();
+                    stepping.countDown();
+                    long start = System.nanoTime();
+                    long end = start + TimeUnit.MILLISECONDS.toNanos(stepMillis);
+                    while (System.nanoTime() < end) {
+                        Thread.onSpinWait();
+                    }
+                    running.decrementAndGet();
+                    return StepResult.noLoss(System.nanoTime() - start);
+                }
+
+                @Override
+                public String kind() {
+                    return "deaf";
+                }
+
+                @Override
+                public void close() {
+                    closedWhileStepping |= running.get() > 0;
+                    closed = true;
+                }
+            };
+        }
+    }
+
+    /**
      * Steps that sleep {@code stepMillis} on a GPU that {@code monitor} reads: the monitor is the
      * test's, handed to the writer as a real accelerator's would be.
      */

@@ -55,6 +55,38 @@ class TrainerSinkWriterTest {
         }
     }
 
+    /**
+     * A cancelled task closes its writer from an interrupted thread while a step runs in native
+     * code: the accelerator is closed only once the step ended, and the interrupt is kept.
+     */
+    @Test
+    void shouldCloseTheAcceleratorOnlyAfterTheRunningStepEvenWhenInterrupted() throws Exception {
+        TestAccelerators.Deaf deaf = new TestAccelerators.Deaf(700);
+        TrainerSinkWriter w = writer(sink(deaf, 2), new FakeTrainerContext(0, 1));
+        w.write(batch(0, 0));
+        assertThat(deaf.stepping.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
+
+        AtomicBoolean keptInterrupt = new AtomicBoolean();
+        Thread closing =
+                new Thread(
+                        () -> {
+                            Thread.currentThread().interrupt(); // as Flink's task canceler does
+                            try {
+                                w.close();
+                            } catch (IOException e) {
+                                throw new RuntimeException(e);
+                            }
+                            keptInterrupt.set(Thread.currentThread().isInterrupted());
+                        });
+        closing.start();
+        closing.join(TIMEOUT.toMillis());
+
+        assertThat(closing.isAlive()).isFalse();
+        assertThat(deaf.closed).isTrue();
+        assertThat(deaf.closedWhileStepping).as("closed under the running step").isFalse();
+        assertThat(keptInterrupt).isTrue();
+    }
+
     @Test
     void shouldBlockTheThirdWriteUntilAStepFinishesWithQueueDepthTwo() throws Exception {
         Gate gate = new Gate();
