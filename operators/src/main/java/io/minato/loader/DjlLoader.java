@@ -160,16 +160,19 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
 
     @Override
     public void close() throws Exception {
-        if (baseline != null) {
-            baseline.close(getRuntimeContext());
+        try {
+            if (baseline != null) {
+                baseline.close(getRuntimeContext());
+            }
+            if (iterator != null) {
+                // It stops DJL's workers and waits for them (see iterate): the task ends once no
+                // thread of it runs native code on its arrays, unless a fetch outlasts the wait.
+                iterator.interrupt();
+                Threads.awaitEnd(iterator, CLOSE_WAIT_MILLIS);
+            }
+        } finally {
+            super.close();
         }
-        if (iterator != null) {
-            // It stops DJL's workers and waits for them (see iterate): the task ends once no
-            // thread of it runs native code on its arrays, unless a fetch outlasts the wait.
-            iterator.interrupt();
-            iterator.join(CLOSE_WAIT_MILLIS);
-        }
-        super.close();
     }
 
     /** Emits batches until {@code batches} have been emitted since the start, or the end. */

@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import io.minato.loader.SampleRecipe;
+import io.minato.loader.Threads;
 import io.minato.loader.WorkerScheduler;
 import io.minato.loader.pacing.QueueReport;
 import io.minato.sample.Batch;
@@ -413,7 +414,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
         // A step runs in native code, deaf to the interrupt: the accelerator's arrays are freed
         // only once it ended, or libtorch reads freed memory and the whole TaskManager goes down.
         // A cancelled task's thread is interrupted too, so the wait goes on through interrupts.
-        boolean stopped = awaitWorker();
+        boolean stopped = Threads.awaitEnd(worker, CLOSE_JOIN_MILLIS);
         if (!stopped) {
             LOG.warn(
                     "Trainer of device {} did not stop within {} ms; its accelerator is left open"
@@ -438,27 +439,6 @@ public final class TrainerSinkWriter implements AutoCloseable {
             }
             endRunIfLast();
         }
-    }
-
-    /**
-     * Waits up to {@link #CLOSE_JOIN_MILLIS} for the worker to end, through interrupts of this
-     * thread (kept for the caller); whether it ended.
-     */
-    private boolean awaitWorker() {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_JOIN_MILLIS);
-        boolean interrupted = false;
-        long left;
-        while (worker.isAlive() && (left = deadline - System.nanoTime()) > 0) {
-            try {
-                worker.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        return !worker.isAlive();
     }
 
     /**
