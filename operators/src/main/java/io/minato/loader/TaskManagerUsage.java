@@ -119,7 +119,7 @@ public final class TaskManagerUsage
     }
 
     /** This process's peak resident memory ({@code VmHWM}); -1 where there is no /proc. */
-    static long peakRss() {
+    public static long peakRss() {
         try {
             for (String line : Files.readAllLines(STATUS, StandardCharsets.US_ASCII)) {
                 if (line.startsWith("VmHWM:")) {

@@ -2,13 +2,13 @@ package io.minato.trainer;
 
 import ai.djl.Device;
 import ai.djl.util.cuda.CudaUtils;
+import io.minato.loader.TaskManagerUsage;
+import io.minato.stats.Distribution;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.EnumMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -23,8 +23,9 @@ import java.util.Map;
  * returns, and nothing is read.
  *
  * <p>Peak memory: on the CPU the process's peak resident set over the profiled steps (Linux's
- * VmHWM, reset when profiling starts); on a GPU the most the device had in use at the end of any
- * phase (CUDA's used memory: libtorch's cached blocks included, as NVML shows it).
+ * VmHWM, reset when profiling starts; from the process's start where the reset is refused); on a
+ * GPU the most the device had in use at the end of any phase (CUDA's used memory: libtorch's cached
+ * blocks included, as NVML shows it).
  */
 public final class StepProfile {
 
@@ -44,28 +45,25 @@ public final class StepProfile {
         UPDATE
     }
 
-    private static final Path STATUS = Path.of("/proc/self/status");
     private static final Path CLEAR_REFS = Path.of("/proc/self/clear_refs");
 
     private final Device device;
-    private final Map<Phase, List<Long>> nanos = new EnumMap<>(Phase.class);
+    private final Map<Phase, Distribution> millis = new EnumMap<>(Phase.class);
     private long phaseStart;
     private long gpuPeak;
-    private boolean peakSinceStart;
 
     /** A profile of steps on {@code device}; starts the peak's count now. */
     public StepProfile(Device device) {
         this.device = device;
         for (Phase p : Phase.values()) {
-            nanos.put(p, new ArrayList<>());
+            millis.put(p, new Distribution());
         }
         if (!device.isGpu()) {
             try {
-                // "5" resets the peak resident set (Linux 4.0 on); where refused, it counts from
-                // the process's start.
+                // "5" resets the peak resident set (Linux 4.0 on).
                 Files.writeString(CLEAR_REFS, "5", StandardCharsets.US_ASCII);
             } catch (IOException | UnsupportedOperationException e) {
-                peakSinceStart = true;
+                // The peak then counts from the process's start.
             }
         }
     }
@@ -78,50 +76,20 @@ public final class StepProfile {
     /** {@code phase} ended: the work it queued is done. */
     void ended(Phase phase) {
         long now = System.nanoTime();
-        nanos.get(phase).add(now - phaseStart);
+        millis.get(phase).add((now - phaseStart) / 1e6);
         phaseStart = now;
         if (device.isGpu()) {
             gpuPeak = Math.max(gpuPeak, CudaUtils.getGpuMemory(device).getUsed());
         }
     }
 
-    /** How many steps were profiled. */
-    public int steps() {
-        return nanos.get(Phase.UPDATE).size();
-    }
-
-    /**
-     * The median time of {@code phase} over the profiled steps, in milliseconds; NaN before any.
-     */
+    /** The median time of {@code phase} over the profiled steps, in milliseconds; 0 before any. */
     public double medianMillis(Phase phase) {
-        long[] v = nanos.get(phase).stream().mapToLong(Long::longValue).sorted().toArray();
-        if (v.length == 0) {
-            return Double.NaN;
-        }
-        int n = v.length;
-        double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-        return median / 1e6;
+        return millis.get(phase).summary().p50();
     }
 
     /** The peak memory (see the class comment) in bytes; 0 where it cannot be read. */
     public long peakBytes() {
-        if (device.isGpu()) {
-            return gpuPeak;
-        }
-        try {
-            for (String line : Files.readAllLines(STATUS, StandardCharsets.US_ASCII)) {
-                if (line.startsWith("VmHWM:")) {
-                    return 1024 * Long.parseLong(line.replaceAll("[^0-9]", ""));
-                }
-            }
-        } catch (IOException | NumberFormatException e) {
-            return 0;
-        }
-        return 0;
-    }
-
-    /** Whether the CPU's peak counts from the process's start (the reset was refused). */
-    public boolean peakSinceStart() {
-        return peakSinceStart;
+        return device.isGpu() ? gpuPeak : Math.max(0, TaskManagerUsage.peakRss());
     }
 }
