@@ -279,26 +279,8 @@ public class DjlLoader extends AbstractStreamOperator<Batch>
             // iteration that failed (one batch's bad sample) or was interrupted leaves the
             // others' fetches running: the manager is freed only once none runs, or libtorch
             // reads freed memory and the whole JVM goes down with it.
-            stopAndWait(executor);
+            Threads.stopAndAwait(executor);
             manager.close();
-        }
-    }
-
-    /** Stops {@code executor}'s tasks and waits for them, however often this thread is told. */
-    private static void stopAndWait(ExecutorService executor) {
-        executor.shutdownNow();
-        boolean interrupted = false;
-        while (true) {
-            try {
-                if (executor.awaitTermination(1, TimeUnit.SECONDS)) {
-                    break;
-                }
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
     }
 

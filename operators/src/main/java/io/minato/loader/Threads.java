@@ -1,5 +1,6 @@
 package io.minato.loader;
 
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /** Waiting for the threads an operator owns. */
@@ -28,5 +29,26 @@ public final class Threads {
             Thread.currentThread().interrupt();
         }
         return !thread.isAlive();
+    }
+
+    /**
+     * Stops {@code executor}'s tasks and waits for all of them to end, through interrupts of the
+     * calling thread, whose interrupt is kept for it: as {@link #awaitEnd}, with no bound.
+     */
+    public static void stopAndAwait(ExecutorService executor) {
+        executor.shutdownNow();
+        boolean interrupted = false;
+        while (true) {
+            try {
+                if (executor.awaitTermination(1, TimeUnit.SECONDS)) {
+                    break;
+                }
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 }
