@@ -109,7 +109,7 @@ class TrainerSinkJobTest {
         StreamExecutionEnvironment env = restarting(1);
         env.enableCheckpointing(Duration.ofHours(1).toMillis());
         DataStream<Batch> source = throttled(env, batches(2000, 2000), 20);
-        sink(new FailOnce(0, 1)).trainOn(byDevice(source)).setParallelism(DEVICES);
+        unwritten(new FailOnce(0, 1)).trainOn(byDevice(source)).setParallelism(DEVICES);
         JobClient job = env.executeAsync("trainer sink restored");
         try {
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -123,7 +123,7 @@ class TrainerSinkJobTest {
         } finally {
             job.cancel().get();
             while (!job.getJobStatus().get().isGloballyTerminalState()) {
-                Thread.sleep(20); // its writers close before the test's folder goes
+                Thread.sleep(20);
             }
         }
     }
@@ -133,7 +133,7 @@ class TrainerSinkJobTest {
     void shouldNotCheckpointAfterARestoreWhenTheJobTakesNoCheckpoints() throws Exception {
         StreamExecutionEnvironment env = restarting(1);
         DataStream<Batch> source = throttled(env, batches(2000, 2000), 5);
-        sink(new FailOnce(0, 1)).trainOn(byDevice(source)).setParallelism(DEVICES);
+        unwritten(new FailOnce(0, 1)).trainOn(byDevice(source)).setParallelism(DEVICES);
         JobClient job = env.executeAsync("trainer sink restored, no checkpoints");
         try {
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
@@ -185,6 +185,18 @@ class TrainerSinkJobTest {
                 .setAccelerator(accelerator)
                 .optOutputDir(tmp.resolve("out"))
                 .optTraceDir(tmp.resolve("trace"))
+                .optRecipe(TestBatches.RECIPE)
+                .build();
+    }
+
+    /**
+     * A sink that writes no files, for a job the test cancels: the trainers' coordinator in the
+     * JobManager may still take a checkpoint's completion, and write its account into the run
+     * directory, after the client saw the job cancelled, while the test's folder is being deleted.
+     */
+    private static TrainerSink unwritten(AcceleratorFactory accelerator) {
+        return TrainerSink.builder()
+                .setAccelerator(accelerator)
                 .optRecipe(TestBatches.RECIPE)
                 .build();
     }
