@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.flink.api.common.accumulators.LongCounter;
+import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
@@ -39,6 +40,7 @@ import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.api.operators.OperatorSnapshotFutures;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.StreamTask;
+import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,6 +82,9 @@ final class TrainerOperator extends ReceivingOperator<Void>
     private transient boolean toldRunning;
     private transient TaskManagerUsage.Share usage;
     private transient Quarantine quarantine;
+    // The whole task's mail, run while a write waits: the input gate's priority events (unaligned
+    // checkpoint barriers) are the task's mail, which an operator's own executor does not run.
+    private transient MailboxExecutor mailbox;
 
     /** Savepoints under way, by checkpoint id. */
     private transient Map<Long, Savepoint> savepoints;
@@ -119,6 +124,7 @@ final class TrainerOperator extends ReceivingOperator<Void>
                         mine);
         StreamTask<?, ?> task = getContainingTask();
         writer.whileRestoring(() -> !task.isRunning());
+        mailbox = task.getMailboxExecutorFactory().createExecutor(TaskMailbox.MIN_PRIORITY);
         if (sink.skipBadSamples()) {
             Quarantine q = Quarantine.of(context);
             quarantine = q;
@@ -183,7 +189,7 @@ final class TrainerOperator extends ReceivingOperator<Void>
     @Override
     public void processElement(StreamRecord<Batch> element) throws Exception {
         tellRunningOnce(); // before a write that may wait for a step, and the timer with it
-        writer.write(element.getValue());
+        writer.write(element.getValue(), mailbox::tryYield);
     }
 
     @Override

@@ -37,7 +37,9 @@ import org.slf4j.LoggerFactory;
  * ends, so with depth Q the writer holds Q batches (Q - 1 prefetched while one trains). It takes
  * more only where waiting for a step would hold up a checkpoint: while its task restores, while the
  * model prepares (up to {@link #PREPARING_DEPTHS} Q), while another replica starves or a cut holds
- * the group. A write waits for two steps at most, so a longer queue drains by one batch a write.
+ * the group, or a step is parked for long. A write waits for two steps at most, so a longer queue
+ * drains by one batch a write. While it waits, it runs its task's mail when given it: an unaligned
+ * checkpoint is taken meanwhile, the waiting batch in its queue.
  *
  * <p>Its trace, summary and model go through {@link DeviceOutputs}. When the accelerator trains on
  * a GPU ({@link Accelerator#gpuMonitor()}), the writer reads it every {@link
@@ -55,6 +57,9 @@ public final class TrainerSinkWriter implements AutoCloseable {
 
     /** How many queue depths the writer takes while the accelerator prepares. */
     static final int PREPARING_DEPTHS = 4;
+
+    /** How long a waiting write waits for a change before it runs the task's mail. */
+    static final long MAIL_SLICE_MILLIS = 5;
 
     /** How long a write waits for a parked step before it takes the batch beyond the depth. */
     static final long PARKED_TAKE_NANOS = TimeUnit.SECONDS.toNanos(1);
@@ -85,6 +90,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
     private final Condition changed = lock.newCondition();
     // Guarded by lock. The head is the batch in training while stepRunning.
     private final ArrayDeque<Batch> queue = new ArrayDeque<>();
+    private Batch arriving; // the batch whose write runs the task's mail; null: none
     private boolean stepRunning;
     private int pendingSnapshots;
     private boolean closing;
@@ -203,8 +209,18 @@ public final class TrainerSinkWriter implements AutoCloseable {
         worker.start();
     }
 
-    /** Queues {@code batch}, waiting while the queue is full. */
+    /** Queues {@code batch}, waiting while the queue is full; runs no other work meanwhile. */
     public void write(Batch batch) throws IOException, InterruptedException {
+        write(batch, null);
+    }
+
+    /**
+     * Queues {@code batch}, waiting while the queue is full, and running the task's other work
+     * meanwhile through {@code mail} (a yield to the task's mailbox: whether there was a mail to
+     * run; null: none). A checkpoint whose barrier overtook the input (unaligned) is taken then,
+     * and its state holds {@code batch} as queued: its record was consumed before the barrier.
+     */
+    public void write(Batch batch, BooleanSupplier mail) throws IOException, InterruptedException {
         if (batch.device() != device) {
             throw new IllegalStateException(
                     "trainer sink subtask of device "
@@ -233,11 +249,13 @@ public final class TrainerSinkWriter implements AutoCloseable {
             // write, which would hold the task, and a checkpoint's barrier with it, for the whole
             // backlog. It must drain before the input ends: the task trains what is queued then
             // inside endInput, where it takes no checkpoint.
-            // A step parked for long (a device served to a process that is not connected) would
-            // hold the task, and every checkpoint, until the process returns: once a second a
-            // batch is taken beyond the depth, as identities, so that the task reaches the
-            // barriers in its input. The workers prepare one batch a second for nothing
-            // meanwhile; the trainer prepares it again when its turn comes.
+            // While it waits, the task's mail runs (when the operator gives its mailbox): an
+            // unaligned checkpoint's barrier overtakes the input and is taken meanwhile.
+            // A step parked for long (a device served to a process that is not connected) waits
+            // until the process returns, and an aligned barrier (a savepoint's) waits in the
+            // input behind this batch: once a second a batch is taken beyond the depth, as
+            // identities, so that the task reaches it. The workers prepare one batch a second
+            // for nothing meanwhile; the trainer prepares it again when its turn comes.
             long takenBefore = taken;
             long parkedSince = -1;
             boolean parkedTooLong = false;
@@ -256,7 +274,16 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 } else {
                     parkedSince = -1;
                 }
-                awaitChange();
+                if (mail == null) {
+                    awaitChange();
+                } else {
+                    changed.await(
+                            member == null && !accelerator.mayPark()
+                                    ? MAIL_SLICE_MILLIS
+                                    : GROUP_POLL_MILLIS,
+                            TimeUnit.MILLISECONDS);
+                    runMail(batch, mail);
+                }
             }
             throwIfFailed();
             if (parkedTooLong && recipe != null) {
@@ -267,6 +294,23 @@ public final class TrainerSinkWriter implements AutoCloseable {
             changed.signalAll();
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * Runs the task's mail while {@code batch} waits to be queued, the lock released: a checkpoint
+     * taken meanwhile holds {@code batch} at the queue's tail.
+     */
+    private void runMail(Batch batch, BooleanSupplier mail) {
+        arriving = batch;
+        lock.unlock();
+        try {
+            while (mail.getAsBoolean()) {
+                // each mail in turn: a checkpoint's among them
+            }
+        } finally {
+            lock.lock();
+            arriving = null;
         }
     }
 
@@ -371,7 +415,10 @@ public final class TrainerSinkWriter implements AutoCloseable {
             }
             throwIfFailed();
             model = accelerator.capture();
-            queued = List.copyOf(queue);
+            queued = new ArrayList<>(queue);
+            if (arriving != null) {
+                queued.add(arriving); // its write runs this checkpoint's mail
+            }
             at = counters;
             traceLength = outputs.traceLength();
             if (member != null) {

@@ -30,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.apache.flink.core.io.SimpleVersionedSerializer;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
@@ -598,6 +599,58 @@ class TrainerSinkWriterTest {
         DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0));
         assertThat(summary.steps()).isEqualTo(3);
         assertThat(summary.samples()).isEqualTo(6);
+    }
+
+    /**
+     * A write that waits for room runs its task's mail: a checkpoint whose barrier overtook the
+     * input is taken meanwhile, at the next step boundary, and holds the waiting batch as queued
+     * (its record was consumed before the barrier). Then the write queues it.
+     */
+    @Test
+    void shouldTakeACheckpointWhileAWriteWaitsAndHoldTheWaitingBatchAsQueued() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
+        Batch b0 = batch(0, 0);
+        Batch b1 = batch(0, 1);
+        Batch b2 = batch(0, 2);
+        w.write(b0);
+        w.write(b1);
+        await(() -> gate.started.get() == 1); // b0 in its step, b1 queued: the queue is full
+
+        AtomicInteger mails = new AtomicInteger();
+        List<TrainerWriterState> taken = new ArrayList<>();
+        BooleanSupplier mail =
+                () -> {
+                    if (mails.incrementAndGet() != 3) {
+                        return false; // no mail in this slice
+                    }
+                    try {
+                        taken.addAll(w.snapshotState(1)); // the barrier's mail
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    return true;
+                };
+        FutureTask<Void> write =
+                new FutureTask<>(
+                        () -> {
+                            w.write(b2, mail);
+                            return null;
+                        });
+        Thread task = new Thread(write, "task");
+        task.start();
+        await(() -> mails.get() >= 3 && task.getState() == Thread.State.WAITING);
+        assertThat(taken).as("the checkpoint waits for the running step").isEmpty();
+        gate.open(1);
+        write.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+
+        TrainerWriterState state = taken.get(0);
+        assertThat(state.counters().steps()).isEqualTo(1);
+        assertThat(state.queued()).containsExactly(b1, b2);
+        assertThat(w.queued()).as("the write queued its batch after the mail").isEqualTo(2);
+        gate.open(2);
+        await(() -> w.counters().steps() == 3);
+        assertThat(gate.trained).containsExactly(b0, b1, b2);
     }
 
     @Test
