@@ -26,7 +26,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The web UI of a running training job in a real browser: headless Chromium (Debian's package;
  * {@code .ci/run} installs it) renders the job's page, which must show the loader's operators, and
- * the REST calls the page makes must carry the loader's metrics. Saves the screenshot to {@code
+ * the REST calls the page makes must carry the loader's metrics. The test drives Chromium through
+ * its DevTools protocol ({@link HeadlessChromium}) and saves the screenshot to {@code
  * job/target/webui.png}.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
@@ -106,16 +107,16 @@ class WebUiBrowserTest {
             String page = base + "/#/job/running/" + job + "/overview";
             Path shot = Path.of("target", "webui.png").toAbsolutePath();
             Files.deleteIfExists(shot);
-            String dom = browse(chromium, shot, page);
-            assertThat(dom)
-                    .as("the rendered job page")
-                    .contains(
+            List<String> shown =
+                    List.of(
                             "minato-flink train (minato)",
                             "AugmentOperator",
                             "SlowPath",
                             "BatchAssembler",
                             "TrainerSink",
                             "RUNNING");
+            String dom = browse(chromium, shot, page, shown);
+            assertThat(dom).as("the rendered job page").contains(shown);
             byte[] png = Files.readAllBytes(shot);
             assertThat(png.length).isGreaterThan(10_000);
             assertThat(new String(png, 1, 3, java.nio.charset.StandardCharsets.US_ASCII))
@@ -139,8 +140,16 @@ class WebUiBrowserTest {
             HttpClient http, URI base, CompletableFuture<MainTest.Run> training) throws Exception {
         while (!training.isDone()) {
             try {
-                String jobs = get(http, base, "/jobs");
-                Map<?, ?> parsed = (Map<?, ?>) Json.parse(jobs);
+                HttpResponse<String> jobs =
+                        http.send(
+                                HttpRequest.newBuilder(base.resolve("/jobs")).GET().build(),
+                                HttpResponse.BodyHandlers.ofString());
+                if (jobs.statusCode() != 200) {
+                    // 503 while the REST endpoint's leader is elected
+                    Thread.sleep(100);
+                    continue;
+                }
+                Map<?, ?> parsed = (Map<?, ?>) Json.parse(jobs.body());
                 for (Object j : (List<?>) parsed.get("jobs")) {
                     Map<?, ?> job = (Map<?, ?>) j;
                     if ("RUNNING".equals(job.get("status"))) {
@@ -166,51 +175,23 @@ class WebUiBrowserTest {
     }
 
     /**
-     * Runs headless Chromium on {@code url}: the page's DOM (its stdout) and a screenshot in {@code
-     * shot}, from one start of the browser. Chromium 156 itself sometimes never ends here,
-     * --timeout notwithstanding (by hand: one run of four on the page of a running job, the next
-     * three in 1-2 s): a run that has not ended in 45 s is killed and started again with a fresh
-     * profile, three times at most.
+     * The DOM of {@code url} in headless Chromium once it shows every one of {@code expected} (or
+     * after a minute), and a screenshot of it in {@code shot}.
      */
-    private String browse(String chromium, Path shot, String url) throws Exception {
-        for (int attempt = 1; ; attempt++) {
-            Path out = Files.createTempFile(dir, "chromium", ".out");
-            Path err = dir.resolve("chromium-" + attempt + ".err");
-            Process p =
-                    new ProcessBuilder(
-                                    chromium,
-                                    "--headless=new",
-                                    "--no-sandbox", // CI runs as root
-                                    "--disable-gpu",
-                                    "--disable-dev-shm-usage",
-                                    "--hide-scrollbars",
-                                    "--user-data-dir=" + dir.resolve("profile-" + attempt),
-                                    "--window-size=1400,900",
-                                    "--virtual-time-budget=10000",
-                                    // The UI polls the REST API: where a slow answer stalls
-                                    // virtual time, stop loading after 30 s of real time and keep
-                                    // the page.
-                                    "--timeout=30000",
-                                    "--dump-dom",
-                                    "--screenshot=" + shot,
-                                    url)
-                            .redirectOutput(out.toFile())
-                            .redirectError(err.toFile())
-                            .start();
-            boolean ended = p.waitFor(45, TimeUnit.SECONDS);
-            if (!ended) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-                p.waitFor(10, TimeUnit.SECONDS);
-                if (attempt < 3) {
-                    continue;
-                }
-                fail(
-                        "chromium did not finish within 45 s, three times: %s%n%s",
-                        url, tail(Files.readString(err)));
-            }
-            assertThat(p.exitValue()).as("chromium: %s", tail(Files.readString(err))).isZero();
-            return Files.readString(out);
+    private String browse(String chromium, Path shot, String url, List<String> expected)
+            throws Exception {
+        try (HeadlessChromium browser =
+                new HeadlessChromium(
+                        chromium, dir.resolve("profile"), dir.resolve("chromium.err"))) {
+            browser.navigate(url);
+            String dom =
+                    browser.awaitDom(
+                            d -> expected.stream().allMatch(d::contains), Duration.ofMinutes(1));
+            browser.screenshot(shot);
+            return dom;
+        } catch (java.io.IOException e) {
+            return fail(
+                    "%s%n%s", e.getMessage(), tail(Files.readString(dir.resolve("chromium.err"))));
         }
     }
 
