@@ -76,7 +76,13 @@ class _Connection:
         (n,) = struct.unpack(">I", self._exactly(4))
         if n < 2 or n > 64 << 20:
             raise LoaderError(f"a frame of {n} bytes: not a minato-flink job")
-        return json.loads(bytes(self._exactly(n)))
+        try:
+            message = json.loads(bytes(self._exactly(n)))
+        except ValueError as err:
+            raise LoaderError(f"a frame that is not JSON ({err}): not a minato-flink job") from None
+        if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+            raise LoaderError("a frame without a message type: not a minato-flink job")
+        return message
 
     def read_into(self, array):
         self._exactly(array.nbytes, array)
@@ -290,17 +296,29 @@ class MinatoLoader:
             self._conn = None
 
     def _take(self, m):
-        img, lab = m["image"], m["label"]
-        img_t, lab_t = _DTYPES[img["dtype"]], _DTYPES[lab["dtype"]]
-        nbytes = m["nbytes"]
-        n_img = _numel(img["shape"]) * _SIZES[img["dtype"]]
+        try:
+            img, lab = m["image"], m["label"]
+            img_t, lab_t = _DTYPES[img["dtype"]], _DTYPES[lab["dtype"]]
+            nbytes = int(m["nbytes"])
+            n_img = _numel(img["shape"]) * _SIZES[img["dtype"]]
+            n_lab = _numel(lab["shape"]) * _SIZES[lab["dtype"]]
+            ids = [(int(s[0]), int(s[1]), s[2], s[3]) for s in m["samples"]]
+            step = int(m["step"])
+            slot = self._welcome["slots"][int(m["slot"])] if "slot" in m else None
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            raise LoaderError(
+                f"rank {self.rank}: a batch message this loader cannot read"
+                f" ({type(err).__name__}: {err}); is the job of another version?") from None
+        if n_img + n_lab != nbytes or nbytes < 0:
+            raise LoaderError(f"rank {self.rank}: a batch of {nbytes} bytes whose image and label "
+                              f"take {n_img} + {n_lab}: not a minato-flink job's")
         if self._pin:
             # PyTorch's caching host allocator hands pinned blocks out again: no fresh pages.
             whole = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
         else:
             whole = torch.frombuffer(self._buffers.take(nbytes), dtype=torch.uint8, count=nbytes)
-        if "slot" in m:
-            src = self._conn.slot(self._welcome["slots"][m["slot"]], nbytes)
+        if slot is not None:
+            src = self._conn.slot(slot, nbytes)
             with warnings.catch_warnings():  # the slot is read-only: it is only read here
                 warnings.simplefilter("ignore", UserWarning)
                 whole.copy_(torch.frombuffer(src, dtype=torch.uint8, count=nbytes))
@@ -310,14 +328,15 @@ class MinatoLoader:
         label = whole[n_img:].view(lab_t).view(lab["shape"])
         if lab_t == torch.int32:
             label = label.long()
-        ids = m["samples"]
-        samples = torch.tensor([[s[0], s[1]] for s in ids], dtype=torch.int64)
-        return Batch(image, label, samples, [s[2] for s in ids], [s[3] for s in ids], m["step"])
+        samples = torch.tensor([[s[0], s[1]] for s in ids], dtype=torch.int64).view(-1, 2)
+        return Batch(image, label, samples, [s[2] for s in ids], [s[3] for s in ids], step)
 
 
 def _numel(shape):
     n = 1
     for d in shape:
+        if not isinstance(d, int) or d < 0:
+            raise ValueError(f"shape {shape}")
         n *= d
     return n
 
