@@ -11,13 +11,16 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Predicate;
 
 /**
@@ -96,11 +99,19 @@ final class HeadlessChromium implements AutoCloseable {
         Files.write(png, Base64.getDecoder().decode((String) result.get("data")));
     }
 
+    /** Kills the browser and waits for all its processes, which write into the profile. */
     @Override
     public void close() throws InterruptedException {
-        process.descendants().forEach(ProcessHandle::destroyForcibly);
-        process.destroyForcibly();
-        process.waitFor(10, TimeUnit.SECONDS);
+        List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
+        all.add(process.toHandle());
+        all.forEach(ProcessHandle::destroyForcibly);
+        for (ProcessHandle p : all) {
+            try {
+                p.onExit().get(10, TimeUnit.SECONDS);
+            } catch (ExecutionException | TimeoutException e) {
+                // gone, or not ours to wait for any more
+            }
+        }
     }
 
     /** The tab's DevTools socket, once Chromium wrote its port into the profile. */
