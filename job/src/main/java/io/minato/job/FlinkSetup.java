@@ -3,8 +3,10 @@ package io.minato.job;
 import io.minato.job.dataflow.LoaderJob;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -239,6 +241,23 @@ public final class FlinkSetup {
         } catch (IOException e) {
             throw new IllegalArgumentException("no free port on localhost: " + e.getMessage());
         }
+    }
+
+    /**
+     * Waits until nothing listens on localhost's {@code port} any more, up to {@code within}:
+     * whether it closed.
+     */
+    static boolean awaitClosed(int port, Duration within) throws InterruptedException {
+        long deadline = System.nanoTime() + within.toNanos();
+        while (System.nanoTime() < deadline) {
+            try (Socket probe = new Socket()) {
+                probe.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1000);
+            } catch (IOException refused) {
+                return true;
+            }
+            Thread.sleep(100);
+        }
+        return false;
     }
 
     /**

@@ -35,6 +35,12 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 final class TrainingRun {
     private static final Duration SAMPLE_PERIOD = Duration.ofMillis(250);
 
+    /**
+     * How long a run stopped with a savepoint waits for its REST endpoint to close, which it does
+     * once the savepoint's result was fetched: the flink CLI polls at 2 s intervals at most.
+     */
+    static final Duration STOPPED_REST_WAIT = Duration.ofSeconds(15);
+
     final RunPlan plan;
     final RunPlan.Options options;
     final TrainingSet set;
@@ -252,6 +258,12 @@ final class TrainingRun {
                             + "; continue the run with --resume "
                             + run.toAbsolutePath());
             err.flush();
+            if (plan.embedded && o.webUi()) {
+                // The flink CLI that stopped the run asks this run's REST endpoint for the
+                // savepoint once it completed; Flink's endpoint, shutting down with the job,
+                // stays until that result was fetched. This process must not end before it.
+                FlinkSetup.awaitClosed(plan.restPort, STOPPED_REST_WAIT);
+            }
             return 0;
         }
         RunArgs.finished(run);

@@ -109,10 +109,31 @@ class ResumeTest {
                                 .build(),
                         HttpResponse.BodyHandlers.ofString());
         assertThat(stop.statusCode()).as(stop.body()).isEqualTo(202);
+        // The flink CLI asks for the savepoint's result at growing intervals, up to 2 s apart:
+        // once the run said it stopped, it waits for that question (its REST endpoint stays
+        // until the result was fetched), and ends after it.
+        Matcher trigger = Pattern.compile("\"request-id\":\"([0-9a-f]+)\"").matcher(stop.body());
+        assertThat(trigger.find()).as(stop.body()).isTrue();
+        while (!Files.readString(log).contains("stopped with a savepoint")
+                && stopped.isAlive()
+                && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        Thread.sleep(1500);
+        URI status = URI.create(rest + "/jobs/" + job.group(1) + "/savepoints/" + trigger.group(1));
+        String answer =
+                http.send(
+                                HttpRequest.newBuilder(status).build(),
+                                HttpResponse.BodyHandlers.ofString())
+                        .body();
+        assertThat(answer).contains("COMPLETED");
+        Matcher location = Pattern.compile("\"location\":\"([^\"]+)\"").matcher(answer);
+        assertThat(location.find()).as(answer).isTrue();
         assertThat(stopped.waitFor(60, TimeUnit.SECONDS)).as(Files.readString(log)).isTrue();
         String said = Files.readString(log);
         assertThat(stopped.exitValue()).as(said).isZero();
         assertThat(said)
+                .contains("stopped with a savepoint in " + location.group(1) + ";")
                 .contains("stopped with a savepoint in file:" + savepoints + "/savepoint-")
                 .contains("; continue the run with --resume " + run.toAbsolutePath());
         assertThat(report).as("the stopped run wrote no report").doesNotExist();
