@@ -1,6 +1,7 @@
 package io.minato.job;
 
 import io.minato.json.Json;
+import io.minato.trainer.DeviceSummary;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -69,7 +70,7 @@ final class HeadlessChromium implements AutoCloseable {
 
     /** Loads {@code url} in the tab. */
     void navigate(String url) throws Exception {
-        call("Page.navigate", "{\"url\":" + quoted(url) + "}");
+        call("Page.navigate", "{\"url\":" + DeviceSummary.Json.quote(url) + "}");
     }
 
     /**
@@ -180,17 +181,6 @@ final class HeadlessChromium implements AutoCloseable {
             }
             // an event, or the answer to a call given up on: not this call's
         }
-    }
-
-    private static String quoted(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') {
-                out.append('\\');
-            }
-            out.append(c);
-        }
-        return out.append('"').toString();
     }
 
     /** Whole messages, however the socket splits them into frames. */

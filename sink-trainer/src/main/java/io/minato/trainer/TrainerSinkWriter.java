@@ -277,11 +277,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 if (mail == null) {
                     awaitChange();
                 } else {
-                    changed.await(
-                            member == null && !accelerator.mayPark()
-                                    ? MAIL_SLICE_MILLIS
-                                    : GROUP_POLL_MILLIS,
-                            TimeUnit.MILLISECONDS);
+                    awaitChange(MAIL_SLICE_MILLIS);
                     runMail(batch, mail);
                 }
             }
@@ -709,10 +705,22 @@ public final class TrainerSinkWriter implements AutoCloseable {
      * Waits for a signal; polls while a replica group or a parked step may change what is awaited.
      */
     private void awaitChange() throws InterruptedException {
-        if (member == null && !accelerator.mayPark()) {
+        awaitChange(Long.MAX_VALUE);
+    }
+
+    /**
+     * Waits for a signalled change, up to {@code atMostMillis}; what the replica group or a parked
+     * step change signals no one, so then it polls every {@link #GROUP_POLL_MILLIS} at most.
+     */
+    private void awaitChange(long atMostMillis) throws InterruptedException {
+        long millis =
+                member == null && !accelerator.mayPark()
+                        ? atMostMillis
+                        : Math.min(atMostMillis, GROUP_POLL_MILLIS);
+        if (millis == Long.MAX_VALUE) {
             changed.await();
         } else {
-            changed.await(GROUP_POLL_MILLIS, TimeUnit.MILLISECONDS);
+            changed.await(millis, TimeUnit.MILLISECONDS);
         }
     }
 

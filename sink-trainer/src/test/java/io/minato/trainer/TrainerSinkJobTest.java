@@ -181,11 +181,9 @@ class TrainerSinkJobTest {
     }
 
     private TrainerSink sink(AcceleratorFactory accelerator) {
-        return TrainerSink.builder()
-                .setAccelerator(accelerator)
+        return builder(accelerator)
                 .optOutputDir(tmp.resolve("out"))
                 .optTraceDir(tmp.resolve("trace"))
-                .optRecipe(TestBatches.RECIPE)
                 .build();
     }
 
@@ -195,10 +193,11 @@ class TrainerSinkJobTest {
      * directory, after the client saw the job cancelled, while the test's folder is being deleted.
      */
     private static TrainerSink unwritten(AcceleratorFactory accelerator) {
-        return TrainerSink.builder()
-                .setAccelerator(accelerator)
-                .optRecipe(TestBatches.RECIPE)
-                .build();
+        return builder(accelerator).build();
+    }
+
+    private static TrainerSink.Builder builder(AcceleratorFactory accelerator) {
+        return TrainerSink.builder().setAccelerator(accelerator).optRecipe(TestBatches.RECIPE);
     }
 
     /** Interleaved batches of both devices; every (epoch, index) is distinct. */
