@@ -1,12 +1,16 @@
 package io.minato.job;
 
+import io.minato.trainer.Precision;
 import io.minato.trainer.TrainingSettings;
 import java.util.List;
+import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.TypeConversionException;
 
 /**
- * SGD and its learning-rate schedule (the MLPerf reference's warm-up and step decay): shared by
- * train and step-time. The values are checked together where they become {@link TrainingSettings}.
+ * SGD and its learning-rate schedule (the MLPerf reference's warm-up and step decay), and the
+ * step's precision: shared by train and step-time. The values are checked together where they
+ * become {@link TrainingSettings}.
  */
 public final class OptimizerOptions {
 
@@ -66,6 +70,29 @@ public final class OptimizerOptions {
                             + ").")
     Float lrDecayFactor;
 
+    @Option(
+            names = "--precision",
+            paramLabel = "auto|fp32|fp16",
+            converter = PrecisionConverter.class,
+            description =
+                    "The training step's number format: fp32; fp16, mixed precision (float16"
+                            + " forward and backward passes over float32 master parameters, with"
+                            + " a dynamic loss scale); or auto: fp16 where every device is a GPU,"
+                            + " fp32 otherwise (default: auto).")
+    Precision precision = Precision.AUTO;
+
+    /** {@code --precision}'s values. */
+    static final class PrecisionConverter implements ITypeConverter<Precision> {
+        @Override
+        public Precision convert(String value) {
+            try {
+                return Precision.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
     /** The optimizer these options set, with no decay where they give none. */
     public TrainingSettings settings(double width, float defaultLearningRate, long seed) {
         return settings(width, defaultLearningRate, seed, List.of(), 1f);
@@ -92,6 +119,7 @@ public final class OptimizerOptions {
                         lrDecaySteps != null ? lrDecaySteps : defaultDecaySteps,
                         lrDecayFactor != null ? lrDecayFactor : defaultDecayFactor)
                 .setSeed(seed)
+                .optPrecision(precision)
                 .build();
     }
 }

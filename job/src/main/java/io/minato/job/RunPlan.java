@@ -179,7 +179,10 @@ final class RunPlan {
                 dev = withTorchDevices(dev, err);
             }
             data.workload().checkForNetwork(data);
-            optimizer = o.optimizer().settings(data.workload().defaultLearningRate(), data.seed());
+            TrainingSettings asked =
+                    o.optimizer().settings(data.workload().defaultLearningRate(), data.seed());
+            // One precision for the whole run: replicas apply one update to identical masters.
+            optimizer = asked.withPrecision(asked.precision().forDevices(dev.devices()));
             serving = serving(o, -1);
         } else {
             optimizer = null;

@@ -38,9 +38,11 @@ class StepTimeCommandTest {
                         "backward",
                         "update",
                         "peak",
-                        "MB");
+                        "MB",
+                        "precision");
         String[] cells = lines[1].trim().split("\\s+");
-        assertThat(cells).hasSize(11);
+        assertThat(cells).hasSize(12);
+        assertThat(cells[11]).as("auto on the CPU").isEqualTo("fp32");
         assertThat(cells[0]).isEqualTo("0.125");
         assertThat(cells[1]).isEqualTo("32");
         assertThat(cells[2]).isEqualTo("1");
@@ -60,6 +62,33 @@ class StepTimeCommandTest {
         assertThat(Double.parseDouble(cells[8])).as("backward").isPositive();
         assertThat(sum).isLessThanOrEqualTo(max + 4);
         assertThat(Long.parseLong(cells[10])).as("peak MB of the process").isPositive();
+    }
+
+    /** Mixed precision on the CPU: slow float16 kernels, but the same step as on a GPU. */
+    @Test
+    void shouldTimeAMixedPrecisionStepWhenAskedAndRefuseAnUnknownPrecisionInOneLine() {
+        var run =
+                MainTest.run(
+                        "step-time",
+                        "--width",
+                        "0.125",
+                        "--patch",
+                        "32",
+                        "--batch",
+                        "1",
+                        "--repeats",
+                        "1",
+                        "--precision",
+                        "fp16");
+        assertThat(run.status()).as(run.err()).isZero();
+        String[] cells = run.out().strip().split("\n")[1].trim().split("\\s+");
+        assertThat(cells[11]).isEqualTo("fp16");
+        assertThat(Double.parseDouble(cells[8])).as("backward").isPositive();
+        var bad = MainTest.run("step-time", "--precision", "bf16");
+        assertThat(bad.status()).isEqualTo(2);
+        assertThat(bad.err())
+                .contains("unknown precision 'bf16': expected auto, fp32 or fp16")
+                .contains("--precision");
     }
 
     @Test

@@ -348,6 +348,7 @@ class TrainCommandTest {
                                 + " \"decay_steps\": [2], \"decay_factor\": 0.5, \"schedule\":"
                                 + " \"linear warm-up from 0.0 to 0.1 over 1 steps, then 0.1 times"
                                 + " 0.5 after each of steps [2]\"",
+                        "\"precision\": \"fp32\"}",
                         "\"dice\": {\"mean\": ");
         // The replicas are identical: the first device keeps the model, for evaluation.
         assertThat(out.resolve("run/model-device-0/unet3d-0000.params")).isRegularFile();

@@ -7,10 +7,12 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.nn.ParameterList;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
+import ai.djl.training.Trainer;
 import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -21,12 +23,16 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalDouble;
 
 /**
  * A model's arrays on its device as {@link DjlAccelerator} trains them: the trainable parameters
  * with their gradients and SGD momentum, and the arrays no gradient trains (batch norm's running
  * statistics). It flattens what replicas average into one host vector and takes the average back,
- * and writes and reads the training state of checkpoints.
+ * and writes and reads the training state of checkpoints. In {@link Precision#FP16} the trainable
+ * parameters are float32 masters of a {@link MixedPrecision} step, whose gradient is one flat
+ * vector; a checkpoint holds the masters as it holds the parameters in float32, and the loss scale
+ * after them.
  */
 final class DeviceParameters {
     private static final int STATE_MAGIC = 0x4D4E5332; // "MNS2": names its network
@@ -34,12 +40,17 @@ final class DeviceParameters {
     /** The state before networks were named: the same layout without the name, a 3D-UNet's. */
     private static final int UNET_STATE_MAGIC = 0x4D4E5331; // "MNS1"
 
+    /** Marks the loss scale that follows the arrays in a mixed-precision state. */
+    private static final int LOSS_SCALE_TAG = 0x4C534331; // "LSC1"
+
     private final ParameterList named; // every array of the block, in its order
     private final boolean[] trainable; // per array of the block
-    private final NDArray[] weights; // the trainable parameters' arrays, in parameter order
+    private final NDArray[] weights; // the trainable parameters' arrays (FP16: masters)
     private final NDArray[] velocity; // SGD momentum buffers, in trainable parameter order
     private final int[] lengths; // values per trainable parameter
     private final long gradientLength;
+    private final Shape[] gradientShapes; // the arrays a step's gradient comes in
+    private final MixedPrecision half; // null: float32
     private final NDArray[] buffers; // the arrays trained by no gradient, in order
     private final int[] bufferLengths;
     private final long bufferLength;
@@ -49,6 +60,15 @@ final class DeviceParameters {
      * on the model's device as long as this does.
      */
     DeviceParameters(Model model, NDManager state) {
+        this(model, state, Precision.FP32);
+    }
+
+    /**
+     * The initialised {@code model}'s arrays for steps in {@code precision} (FP32 or FP16);
+     * momentum starts at zero in {@code state}, which lives on the model's device as long as this
+     * does.
+     */
+    DeviceParameters(Model model, NDManager state, Precision precision) {
         named = model.getBlock().getParameters();
         List<Parameter> parameters = new ArrayList<>();
         List<Parameter> untrained = new ArrayList<>();
@@ -59,17 +79,36 @@ final class DeviceParameters {
             trainable[i] = p.requiresGradient();
             (trainable[i] ? parameters : untrained).add(p);
         }
-        weights = new NDArray[parameters.size()];
-        velocity = new NDArray[parameters.size()];
+        if (precision == Precision.FP16) {
+            half = new MixedPrecision(parameters, state, LossScaler.GROWTH_INTERVAL);
+            weights = half.masterViews();
+            velocity = half.momentumViews();
+        } else if (precision == Precision.FP32) {
+            half = null;
+            weights = new NDArray[parameters.size()];
+            velocity = new NDArray[parameters.size()];
+            for (int i = 0; i < weights.length; i++) {
+                weights[i] = parameters.get(i).getArray();
+                velocity[i] = state.zeros(weights[i].getShape(), DataType.FLOAT32);
+            }
+        } else {
+            throw new IllegalArgumentException("a device trains in fp32 or fp16, not " + precision);
+        }
         lengths = new int[parameters.size()];
         long total = 0;
         for (int i = 0; i < weights.length; i++) {
-            weights[i] = parameters.get(i).getArray();
-            velocity[i] = state.zeros(weights[i].getShape(), DataType.FLOAT32);
             lengths[i] = Math.toIntExact(weights[i].size());
             total += lengths[i];
         }
         gradientLength = total;
+        if (half == null) {
+            gradientShapes = new Shape[weights.length];
+            for (int i = 0; i < weights.length; i++) {
+                gradientShapes[i] = weights[i].getShape();
+            }
+        } else {
+            gradientShapes = new Shape[] {new Shape(gradientLength)};
+        }
         buffers = new NDArray[untrained.size()];
         bufferLengths = new int[untrained.size()];
         total = 0;
@@ -81,8 +120,35 @@ final class DeviceParameters {
         bufferLength = total;
     }
 
-    /** Each parameter's gradient, as arrays of {@code scope} (views of libtorch's buffers). */
+    /**
+     * The forward pass of a training step on {@code x}: DJL's trainer's, or in FP16 the model's
+     * block over the float16 copies of the parameters, on {@code x} in float16.
+     */
+    NDList forward(Trainer trainer, NDArray x) {
+        if (half == null) {
+            return trainer.forward(new NDList(x));
+        }
+        return trainer.getModel().getBlock().forward(half.store(), new NDList(half.input(x)), true);
+    }
+
+    /** The network's output for the loss, in float32. */
+    NDList forLoss(NDList prediction) {
+        return half == null ? prediction : half.forLoss(prediction);
+    }
+
+    /** The gradient the backward pass of {@code loss} starts from: 1, or the loss scale. */
+    NDArray lossGradient(NDArray loss, NDManager scope) {
+        return half == null ? scope.ones(loss.getShape()) : half.lossGradient(loss, scope);
+    }
+
+    /**
+     * The step's gradient, as arrays of {@code scope}: each parameter's (views of libtorch's
+     * buffers), or in FP16 one flat float32 vector, unscaled.
+     */
     NDArray[] gradients(NDManager scope) {
+        if (half != null) {
+            return new NDArray[] {half.gradient(scope)};
+        }
         NDArray[] g = new NDArray[weights.length];
         for (int i = 0; i < g.length; i++) {
             g[i] = weights[i].getGradient();
@@ -93,6 +159,10 @@ final class DeviceParameters {
 
     /** Zeroes the gradients libtorch accumulates into, for the next backward pass. */
     void zeroGradients() {
+        if (half != null) {
+            half.zeroGradients();
+            return;
+        }
         for (NDArray w : weights) {
             JniUtils.zeroGrad((PtNDArray) w);
         }
@@ -100,7 +170,23 @@ final class DeviceParameters {
 
     /** One SGD step over every parameter with {@code gradients}, on the device. */
     void update(DeviceSgd sgd, NDArray[] gradients, float learningRate, NDManager scope) {
-        sgd.apply(weights, gradients, velocity, learningRate, scope);
+        if (half != null) {
+            half.update(sgd, gradients[0], learningRate, scope);
+        } else {
+            sgd.apply(weights, gradients, velocity, learningRate, scope);
+        }
+    }
+
+    /** Brings the model's own arrays up to date before it is saved (FP16: from the masters). */
+    void writeModel() {
+        if (half != null) {
+            half.writeModel();
+        }
+    }
+
+    /** The loss scale of a mixed-precision step; absent in float32. */
+    OptionalDouble lossScale() {
+        return half == null ? OptionalDouble.empty() : OptionalDouble.of(half.scaler().scale());
     }
 
     /**
@@ -135,13 +221,14 @@ final class DeviceParameters {
                             + (gradientLength + bufferLength));
         }
         NDArray all = scope.create(average);
-        NDArray[] g = new NDArray[weights.length];
+        NDArray[] g = new NDArray[gradientShapes.length];
         long offset = 0;
         for (int i = 0; i < g.length; i++) {
+            long length = gradientShapes[i].size();
             g[i] =
-                    all.get(new NDIndex("{}:{}", offset, offset + lengths[i]))
-                            .reshape(weights[i].getShape());
-            offset += lengths[i];
+                    all.get(new NDIndex("{}:{}", offset, offset + length))
+                            .reshape(gradientShapes[i]);
+            offset += length;
         }
         for (int i = 0; i < buffers.length; i++) {
             NDArray mean =
@@ -160,7 +247,13 @@ final class DeviceParameters {
      * always did.
      */
     byte[] encode(String modelName, long step) {
-        return encode(modelName, step, weights, velocity, buffers);
+        return encode(
+                modelName,
+                step,
+                weights,
+                velocity,
+                buffers,
+                half == null ? null : half.scaler().values());
     }
 
     /**
@@ -173,10 +266,15 @@ final class DeviceParameters {
         NDArray[] w = copy(weights, copies);
         NDArray[] v = copy(velocity, copies);
         NDArray[] b = copy(buffers, copies);
+        NDArray[] scale = half == null ? null : half.scaler().copy(copies);
         return new Accelerator.Capture() {
             @Override
             public byte[] bytes() {
-                return encode(modelName, step, w, v, b);
+                float[] lossScale =
+                        scale == null
+                                ? null
+                                : new float[] {scale[0].getFloat(), scale[1].getFloat()};
+                return encode(modelName, step, w, v, b, lossScale);
             }
 
             @Override
@@ -195,7 +293,8 @@ final class DeviceParameters {
         return c;
     }
 
-    private byte[] encode(String modelName, long step, NDArray[] w, NDArray[] v, NDArray[] b) {
+    private byte[] encode(
+            String modelName, long step, NDArray[] w, NDArray[] v, NDArray[] b, float[] lossScale) {
         try {
             // Sized to the byte, so that a large model's state is written into its final array.
             long size = 4 + utfLength(modelName) + 8 + 4;
@@ -203,6 +302,9 @@ final class DeviceParameters {
                 size += utfLength(named.get(i).getKey()) + 4;
             }
             size += (2 * gradientLength + bufferLength) * Float.BYTES;
+            if (lossScale != null) {
+                size += 4 + 2 * Float.BYTES;
+            }
             Exact bytes = new Exact(Math.toIntExact(size));
             DataOutputStream out = new DataOutputStream(bytes);
             out.writeInt(STATE_MAGIC);
@@ -221,6 +323,11 @@ final class DeviceParameters {
                     writeFloats(out, b[bi].toFloatArray());
                     bi++;
                 }
+            }
+            if (lossScale != null) {
+                out.writeInt(LOSS_SCALE_TAG);
+                out.writeFloat(lossScale[0]);
+                out.writeFloat(lossScale[1]);
             }
             out.flush();
             return bytes.bytes();
@@ -299,16 +406,45 @@ final class DeviceParameters {
                     b[bi++] = readFloats(in, length);
                 }
             }
+            // A state of a mixed-precision run ends with its loss scale; one of float32 does not,
+            // and either resumes in either precision (a float32 run ignores the scale).
+            float[] lossScale = null;
+            if (in.available() > 0) {
+                if (in.readInt() != LOSS_SCALE_TAG) {
+                    throw new IllegalStateException("the checkpoint has bytes after its arrays");
+                }
+                lossScale = new float[] {in.readFloat(), in.readFloat()};
+            }
             for (int i = 0; i < weights.length; i++) {
-                weights[i].set(w[i]);
-                velocity[i].set(v[i]);
+                assign(weights[i], w[i]);
+                assign(velocity[i], v[i]);
             }
             for (int i = 0; i < buffers.length; i++) {
-                buffers[i].set(b[i]);
+                assign(buffers[i], b[i]);
+            }
+            if (half != null) {
+                half.refresh();
+                if (lossScale != null) {
+                    half.scaler().restore(lossScale[0], lossScale[1]);
+                }
             }
             return savedStep;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Copies {@code values} into {@code target} where it is (a master is a view of the flat array,
+     * which {@code NDArray.set(float[])} would detach from it), outside autograd.
+     */
+    private static void assign(NDArray target, float[] values) {
+        boolean gradMode = JniUtils.isGradMode();
+        JniUtils.setGradMode(false);
+        try (NDArray source = target.getManager().create(values, target.getShape())) {
+            target.set(new NDIndex("..."), source);
+        } finally {
+            JniUtils.setGradMode(gradMode);
         }
     }
 

@@ -1,7 +1,10 @@
 package io.minato.trainer;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.jni.JniUtils;
 
 /**
@@ -18,6 +21,7 @@ final class DeviceSgd {
     private final NDArray momentum;
     private final NDArray weightDecay; // null: none
     private final boolean nesterov;
+    private final NDArray one;
 
     /**
      * @param manager where the constants live: the parameters' device, open as long as this is
@@ -26,6 +30,7 @@ final class DeviceSgd {
         this.momentum = manager.create(momentum);
         this.weightDecay = weightDecay == 0f ? null : manager.create(weightDecay);
         this.nesterov = nesterov;
+        this.one = manager.create(1f);
     }
 
     /**
@@ -38,19 +43,49 @@ final class DeviceSgd {
             NDArray[] velocity,
             float learningRate,
             NDManager scope) {
+        apply(weights, gradients, velocity, learningRate, null, scope);
+    }
+
+    /**
+     * One step over every parameter, or none where {@code overflowed} (a boolean scalar on the
+     * device, or null) is true: a mixed-precision step whose gradient overflowed is skipped, as
+     * PyTorch's {@code GradScaler} skips the optimizer's step, but without reading the flag on the
+     * host. Its gradient becomes zero, and the rate, the weight decay and the momentum's decay are
+     * multiplied away: the weights and the momentum stay as they were, bit for bit.
+     */
+    void apply(
+            NDArray[] weights,
+            NDArray[] gradients,
+            NDArray[] velocity,
+            float learningRate,
+            NDArray overflowed,
+            NDManager scope) {
         boolean gradMode = JniUtils.isGradMode();
         JniUtils.setGradMode(false); // in-place writes to parameters are not part of any graph
         try {
             NDArray lr = scope.create(learningRate);
+            NDArray m = momentum;
+            NDArray wd = weightDecay;
+            if (overflowed != null) {
+                NDArray skipped = temporary(overflowed.toType(DataType.FLOAT32, false), scope);
+                NDArray kept = temporary(skipped.neg().addi(one), scope);
+                lr = temporary(lr.mul(kept), scope);
+                m = temporary(momentum.mul(kept).addi(skipped), scope); // 1 where skipped
+                wd = wd == null ? null : temporary(wd.mul(kept), scope);
+                NDArray zero = scope.zeros(new Shape(), DataType.FLOAT32);
+                for (int i = 0; i < gradients.length; i++) {
+                    gradients[i] = temporary(NDArrays.where(overflowed, zero, gradients[i]), scope);
+                }
+            }
             for (int i = 0; i < weights.length; i++) {
                 NDArray w = weights[i];
                 NDArray g = gradients[i];
                 NDArray v = velocity[i];
-                if (weightDecay != null) {
-                    g.addi(temporary(w.mul(weightDecay), scope));
+                if (wd != null) {
+                    g.addi(temporary(w.mul(wd), scope));
                 }
-                v.muli(momentum).addi(g);
-                NDArray direction = nesterov ? g.addi(temporary(v.mul(momentum), scope)) : v;
+                v.muli(m).addi(g);
+                NDArray direction = nesterov ? g.addi(temporary(v.mul(m), scope)) : v;
                 w.subi(temporary(direction.mul(lr), scope));
             }
         } finally {

@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * Real training on one device: the settings' {@link Network} in DJL (PyTorch engine; the MLPerf
  * 3D-UNet with Dice + cross-entropy, or an {@link ImageClassifier}), SGD with momentum (PyTorch's
  * update rule: optional weight decay and Nesterov) at the rates of the settings' {@link
- * TrainingSettings#learningRates() schedule}.
+ * TrainingSettings#learningRates() schedule}, in float32 or in mixed precision ({@link Precision}).
  *
  * <p>The step stays on the device. Parameters, gradients and momentum live there ({@link
  * DeviceParameters}); the update is a few in-place array operations per parameter, run where the
@@ -93,11 +93,15 @@ public final class DjlAccelerator implements Accelerator {
                 }
                 LOG.warn(
                         "device {}: Flink gave this TaskManager GPU {} ({}), but its PyTorch sees"
-                                + " {} GPU(s) (a CPU build of libtorch?): training on the CPU",
+                                + " {} GPU(s) (a CPU build of libtorch?): training on the CPU{}",
                         device,
                         gpu,
                         gpus,
-                        torchGpus);
+                        torchGpus,
+                        settings.precision() == Precision.FP16
+                                ? ", in fp16 as the run's other devices (slow on a CPU;"
+                                        + " --precision fp32 avoids it)"
+                                : "");
                 return new DjlAccelerator(settings, Device.cpu());
             }
             return new DjlAccelerator(settings, device(device));
@@ -126,6 +130,7 @@ public final class DjlAccelerator implements Accelerator {
 
     private final TrainingSettings settings;
     private final Device device;
+    private final Precision precision; // FP32 or FP16
     private final Tracker learningRates;
     private ReplicaGroup.Member member; // null: trains alone
     private Model model;
@@ -153,10 +158,20 @@ public final class DjlAccelerator implements Accelerator {
     /** Where each phase of the steps goes; null but in {@code step-time}. */
     private StepProfile profile;
 
+    /**
+     * A trainer on {@code device}, in the settings' precision ({@link Precision#AUTO}: float16 on a
+     * GPU, float32 on the CPU; a run resolves it once for all its devices).
+     */
     public DjlAccelerator(TrainingSettings settings, Device device) {
         this.settings = settings;
         this.device = device;
+        this.precision = settings.precision().forDevice(device.isGpu());
         this.learningRates = settings.learningRates();
+    }
+
+    /** The precision this trainer's steps compute in: FP32 or FP16. */
+    public Precision precision() {
+        return precision;
     }
 
     @Override
@@ -224,11 +239,11 @@ public final class DjlAccelerator implements Accelerator {
             JniUtils.setGradMode(true);
             NDArray l;
             try {
-                NDList prediction = trainer.forward(new NDList(x));
-                l = trainer.getLoss().evaluate(new NDList(y), prediction);
+                NDList prediction = parameters.forward(trainer, x);
+                l = trainer.getLoss().evaluate(new NDList(y), parameters.forLoss(prediction));
                 phaseEnded(StepProfile.Phase.FORWARD, l);
                 JniUtils.backward(
-                        (PtNDArray) l, (PtNDArray) scope.ones(l.getShape()), false, false);
+                        (PtNDArray) l, (PtNDArray) parameters.lossGradient(l, scope), false, false);
             } finally {
                 JniUtils.setGradMode(gradMode);
             }
@@ -386,7 +401,7 @@ public final class DjlAccelerator implements Accelerator {
                                 .optDevices(new Device[] {device}));
         trainer.initialize(network.initShape());
         state = trainer.getManager().newSubManager();
-        parameters = new DeviceParameters(model, state);
+        parameters = new DeviceParameters(model, state, precision);
         sgd =
                 new DeviceSgd(
                         state, settings.momentum(), settings.weightDecay(), settings.nesterov());
@@ -476,7 +491,13 @@ public final class DjlAccelerator implements Accelerator {
 
     /** The model's parameters (after the first step), for tests and checks. */
     ai.djl.nn.ParameterList parameters() {
+        parameters.writeModel();
         return model.getBlock().getParameters();
+    }
+
+    /** The loss scale of mixed-precision steps (after the first step); absent in float32. */
+    java.util.OptionalDouble lossScale() {
+        return parameters.lossScale();
     }
 
     /**
@@ -487,6 +508,9 @@ public final class DjlAccelerator implements Accelerator {
     @Override
     public void finish(Path outputDir, int device) throws IOException {
         if (model != null && (member == null || member.replica() == 0)) {
+            if (parameters != null) {
+                parameters.writeModel(); // in fp16 the masters are the parameters
+            }
             model.save(outputDir.resolve("model-device-" + device), settings.network().modelName());
         }
     }

@@ -12,7 +12,7 @@ import java.util.List;
  * schedule is the MLPerf reference's, in DJL's trackers ({@link #learningRates()}): a linear
  * warm-up from {@code warmupStartLearningRate} to {@code learningRate} over {@code warmupSteps}
  * global steps, then multiplied by {@code decayFactor} at each of {@code decaySteps} (its
- * MultiStepLR milestones, here in steps).
+ * MultiStepLR milestones, here in steps). The {@link Precision} is the step's number format.
  */
 public record TrainingSettings(
         double width,
@@ -25,11 +25,15 @@ public record TrainingSettings(
         float warmupStartLearningRate,
         List<Long> decaySteps,
         float decayFactor,
-        Network network)
+        Network network,
+        Precision precision)
         implements Serializable {
     public TrainingSettings {
         if (network == null) {
             network = new Unet3dNetwork(width);
+        }
+        if (precision == null) {
+            precision = Precision.AUTO;
         }
         if (!(width > 0)
                 || !(learningRate >= 0)
@@ -79,6 +83,24 @@ public record TrainingSettings(
                 warmupStartLearningRate,
                 decaySteps,
                 decayFactor,
+                other,
+                precision);
+    }
+
+    /** The same settings in another precision (a run resolves {@link Precision#AUTO}). */
+    public TrainingSettings withPrecision(Precision other) {
+        return new TrainingSettings(
+                width,
+                learningRate,
+                momentum,
+                weightDecay,
+                nesterov,
+                warmupSteps,
+                seed,
+                warmupStartLearningRate,
+                decaySteps,
+                decayFactor,
+                network,
                 other);
     }
 
@@ -120,6 +142,7 @@ public record TrainingSettings(
         private List<Long> decaySteps = List.of();
         private float decayFactor = 1f;
         private Network network;
+        private Precision precision = Precision.AUTO;
 
         private Builder() {}
 
@@ -176,6 +199,12 @@ public record TrainingSettings(
             return this;
         }
 
+        /** The step's number format; default {@link Precision#AUTO}. */
+        public Builder optPrecision(Precision precision) {
+            this.precision = precision;
+            return this;
+        }
+
         public TrainingSettings build() {
             if (Double.isNaN(width) || Float.isNaN(learningRate) || seed == null) {
                 throw new IllegalStateException("width, learning rate and seed must be set");
@@ -191,7 +220,8 @@ public record TrainingSettings(
                     warmupStartLearningRate,
                     decaySteps,
                     decayFactor,
-                    network);
+                    network,
+                    precision);
         }
     }
 }

@@ -77,6 +77,32 @@ class DataParallelTest {
         }
     }
 
+    /**
+     * In mixed precision the replicas average their unscaled float32 gradients and apply the same
+     * update to the same float32 masters: they stay identical, loss scale included. A batch that
+     * overflows float16 on one replica puts an infinity or a NaN into the average, so both skip the
+     * step: the masters and the momentum stay as they were, and both scales halve.
+     */
+    @Test
+    void shouldKeepMixedPrecisionReplicasIdentical() throws Exception {
+        TrainingSettings half = SETTINGS.withPrecision(Precision.FP16);
+        try (DjlAccelerator single = new DjlAccelerator(half);
+                TwoReplicas replicas = new TwoReplicas(half, single.initializedState())) {
+            assertThat(replicas.r0.precision()).isEqualTo(Precision.FP16);
+            replicas.step(1, batch(0, 0, 2), batch(1, 0, 1));
+            replicas.step(2, batch(0, 1, 1), batch(1, 1, 2));
+            assertThat(replicas.r0.lossScale()).hasValue(LossScaler.INITIAL_SCALE);
+            assertThat(replicas.r1.lossScale()).hasValue(LossScaler.INITIAL_SCALE);
+            byte[] before = replicas.r0.snapshot();
+            replicas.step(3, batch(0, 2, 1), beyondFloat16(batch(1, 2, 1)));
+            assertThat(MixedPrecisionTest.arrays(replicas.r1.snapshot()))
+                    .isEqualTo(MixedPrecisionTest.arrays(before));
+            assertThat(replicas.r0.lossScale()).hasValue(LossScaler.INITIAL_SCALE / 2);
+            assertThat(replicas.r1.lossScale()).hasValue(LossScaler.INITIAL_SCALE / 2);
+            replicas.end();
+        }
+    }
+
     @Test
     void shouldCarryTheMomentumThroughACheckpoint() throws Exception {
         try (DjlAccelerator a = new DjlAccelerator(SETTINGS);
@@ -90,6 +116,17 @@ class DataParallelTest {
             assertThat(restored.snapshot()).isEqualTo(a.snapshot());
             assertThat(restored.step()).isEqualTo(2);
         }
+    }
+
+    /** {@code b} with one voxel beyond float16's largest value (65504): infinite there. */
+    private static Batch beyondFloat16(Batch b) {
+        PreparedSample first = b.samples().get(0);
+        float[] image = first.patch().image().clone();
+        image[0] = 1e6f;
+        List<PreparedSample> samples = new ArrayList<>(b.samples());
+        samples.set(
+                0, first.withPatch(new Patch(first.patch().shape(), image, first.patch().label())));
+        return new Batch(b.device(), b.sequence(), samples);
     }
 
     private static Batch concat(Batch a, Batch b) {

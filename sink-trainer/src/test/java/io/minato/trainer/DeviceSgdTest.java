@@ -62,6 +62,49 @@ class DeviceSgdTest {
         }
     }
 
+    /**
+     * A mixed-precision step whose gradient overflowed is skipped on the device: whatever the
+     * gradient holds (infinities, NaN), the weights and the momentum stay as they were, bit for
+     * bit; where nothing overflowed the masked update is the plain one, bit for bit.
+     */
+    @ParameterizedTest(name = "weight decay {0}, nesterov {1}")
+    @CsvSource({"0, false", "0.01, false", "0, true", "0.0005, true"})
+    void shouldSkipTheUpdateWhereTheGradientOverflowedAndOnlyThere(
+            float weightDecay, boolean nesterov) {
+        SplittableRandom random = new SplittableRandom(5);
+        float[] w = gaussian(random, 40);
+        float[] v = gaussian(random, 40);
+        float[] g = gaussian(random, 40);
+        float[] bad = g.clone();
+        bad[3] = Float.POSITIVE_INFINITY;
+        bad[7] = Float.NaN;
+        try (NDManager manager = NDManager.newBaseManager()) {
+            DeviceSgd sgd = new DeviceSgd(manager, 0.9f, weightDecay, nesterov);
+            NDArray no = manager.create(false);
+            NDArray yes = manager.create(true);
+
+            NDArray[] masked = {manager.create(w.clone())};
+            NDArray[] maskedV = {manager.create(v.clone())};
+            NDArray[] plain = {manager.create(w.clone())};
+            NDArray[] plainV = {manager.create(v.clone())};
+            try (NDManager scope = manager.newSubManager()) {
+                sgd.apply(masked, new NDArray[] {scope.create(g)}, maskedV, 0.1f, no, scope);
+                sgd.apply(plain, new NDArray[] {scope.create(g)}, plainV, 0.1f, scope);
+            }
+            assertThat(masked[0].toFloatArray()).isEqualTo(plain[0].toFloatArray());
+            assertThat(maskedV[0].toFloatArray()).isEqualTo(plainV[0].toFloatArray());
+            assertThat(plain[0].toFloatArray()).isNotEqualTo(w);
+
+            NDArray[] skipped = {manager.create(w.clone())};
+            NDArray[] skippedV = {manager.create(v.clone())};
+            try (NDManager scope = manager.newSubManager()) {
+                sgd.apply(skipped, new NDArray[] {scope.create(bad)}, skippedV, 0.1f, yes, scope);
+            }
+            assertThat(skipped[0].toFloatArray()).isEqualTo(w);
+            assertThat(skippedV[0].toFloatArray()).isEqualTo(v);
+        }
+    }
+
     /** The host loop the trainer ran before the update moved to the device (PyTorch's rule). */
     private static void hostUpdate(
             float[][] weights,

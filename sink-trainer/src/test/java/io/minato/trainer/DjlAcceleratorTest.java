@@ -463,7 +463,7 @@ class DjlAcceleratorTest {
     }
 
     /** Batch {@code k}: a cube of foreground, brighter and shifted with {@code k}. */
-    private static Batch batch(int k) {
+    static Batch batch(int k) {
         Shape3 s = Shape3.cube(32);
         float[] image = new float[(int) s.voxels()];
         byte[] label = new byte[(int) s.voxels()];

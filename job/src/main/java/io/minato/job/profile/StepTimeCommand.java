@@ -12,6 +12,7 @@ import io.minato.sample.SampleTask;
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
 import io.minato.trainer.DjlAccelerator;
+import io.minato.trainer.Precision;
 import io.minato.trainer.StepProfile;
 import io.minato.trainer.StepProfile.Phase;
 import io.minato.trainer.TrainingSettings;
@@ -36,7 +37,7 @@ import picocli.CommandLine.Spec;
  * {@code --width} and train's optimizer options per batch, for each patch asked, on synthetic
  * batches: what the accelerator costs, without the loader. Each step's time is split into its
  * phases (copy, forward, backward, update; {@link StepProfile}), with the peak memory, on the CPU
- * or a GPU.
+ * or a GPU, in the precision {@code --precision} gives there.
  */
 @Command(
         name = "step-time",
@@ -97,7 +98,7 @@ public final class StepTimeCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         out.printf(
                 Locale.ROOT,
-                "%-6s %-6s %-6s %10s %10s %10s %8s %8s %8s %8s %8s%n",
+                "%-6s %-6s %-6s %10s %10s %10s %8s %8s %8s %8s %8s %9s%n",
                 "width",
                 "patch",
                 "batch",
@@ -108,7 +109,8 @@ public final class StepTimeCommand implements Callable<Integer> {
                 "forward",
                 "backward",
                 "update",
-                "peak MB");
+                "peak MB",
+                "precision");
         out.flush();
         for (int patch : patches) {
             Timed timed = time(settings, device, patch);
@@ -117,7 +119,7 @@ public final class StepTimeCommand implements Callable<Integer> {
             Arrays.sort(ms);
             out.printf(
                     Locale.ROOT,
-                    "%-6s %-6d %-6d %10d %10d %10d %8.1f %8.1f %8.1f %8.1f %8d%n",
+                    "%-6s %-6d %-6d %10d %10d %10d %8.1f %8.1f %8.1f %8.1f %8d %9s%n",
                     model.width(),
                     patch,
                     batch.batch(),
@@ -128,7 +130,8 @@ public final class StepTimeCommand implements Callable<Integer> {
                     profile.medianMillis(Phase.FORWARD),
                     profile.medianMillis(Phase.BACKWARD),
                     profile.medianMillis(Phase.UPDATE),
-                    profile.peakBytes() >> 20);
+                    profile.peakBytes() >> 20,
+                    timed.precision().label());
             out.flush();
         }
         return 0;
@@ -158,14 +161,16 @@ public final class StepTimeCommand implements Callable<Integer> {
         return Device.gpu(index);
     }
 
-    /** Each timed step's wall time in ms, and the profile of their phases. */
-    private record Timed(long[] ms, StepProfile profile) {}
+    /** Each timed step's wall time in ms, the profile of their phases, and their precision. */
+    private record Timed(long[] ms, StepProfile profile, Precision precision) {}
 
     private Timed time(TrainingSettings settings, Device device, int patch) throws Exception {
         Batch b = syntheticBatch(patch);
         long[] ms = new long[repeats];
         StepProfile profile;
+        Precision precision;
         try (DjlAccelerator trainer = new DjlAccelerator(settings, device)) {
+            precision = trainer.precision();
             trainer.train(b); // libtorch's and the JIT's first-time costs
             profile = new StepProfile(device); // the peak counts from here
             trainer.profile(profile);
@@ -175,7 +180,7 @@ public final class StepTimeCommand implements Callable<Integer> {
                 ms[i] = (System.nanoTime() - start) / 1_000_000;
             }
         }
-        return new Timed(ms, profile);
+        return new Timed(ms, profile, precision);
     }
 
     /** Noise images with a labelled kidney-and-tumour block. */

@@ -166,6 +166,8 @@ final class ReportJson {
                                 + DeviceSummary.Json.quote(schedule(opt))
                                 + ", \"width\": "
                                 + DeviceSummary.Json.number(opt.width())
+                                + ", \"precision\": "
+                                + DeviceSummary.Json.quote(opt.precision().label())
                                 + "}");
         b.append(",\n");
         RunReport.Dice d = o.dice();
