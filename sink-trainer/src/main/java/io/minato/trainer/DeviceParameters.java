@@ -80,7 +80,9 @@ final class DeviceParameters {
             (trainable[i] ? parameters : untrained).add(p);
         }
         if (precision == Precision.FP16) {
-            half = new MixedPrecision(parameters, state, LossScaler.GROWTH_INTERVAL);
+            half =
+                    new MixedPrecision(
+                            model.getBlock(), parameters, state, LossScaler.GROWTH_INTERVAL);
             weights = half.masterViews();
             velocity = half.momentumViews();
         } else if (precision == Precision.FP32) {

@@ -8,13 +8,17 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.ParameterStore;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The arrays of a mixed-precision step ({@link Precision#FP16}): float32 master parameters and
@@ -37,16 +41,18 @@ final class MixedPrecision {
     private final NDArray momentum; // the SGD momentum, float32, flat like masters
     private final NDArray[] momentumViews;
     private final NDArray halves; // masters in float16, flat
-    private final NDArray[] halfViews; // each parameter's part: leaves that take the gradient
+    private final NDArray[] computing; // what each parameter computes with: a leaf with gradient
+    private final int[] keptFloat32; // the parameters that compute in float32 (see above)
     private final ParameterStore store;
     private final LossScaler scaler;
     private final NDArray float32One; // (1,)
 
     /**
-     * @param trainable the model's trainable parameters, initialised
+     * @param block the model's block, initialised
+     * @param trainable its trainable parameters, in the order of its parameter list
      * @param state where the arrays live: the model's device, open as long as this is
      */
-    MixedPrecision(List<Parameter> trainable, NDManager state, int growthInterval) {
+    MixedPrecision(Block block, List<Parameter> trainable, NDManager state, int growthInterval) {
         int n = trainable.size();
         modelArrays = new NDArray[n];
         NDList flat = new NDList(n);
@@ -62,15 +68,35 @@ final class MixedPrecision {
         halves = masters.toType(DataType.FLOAT16, true);
         masterViews = views(masters);
         momentumViews = views(momentum);
-        halfViews = views(halves);
+        computing = views(halves);
+        Set<Parameter> float32 = Collections.newSetFromMap(new IdentityHashMap<>());
+        besideRunningStatistics(block, float32);
+        List<Integer> kept = new ArrayList<>();
         Map<Parameter, NDArray> byParameter = new IdentityHashMap<>();
         for (int i = 0; i < n; i++) {
-            halfViews[i].setRequiresGradient(true);
-            byParameter.put(trainable.get(i), halfViews[i]);
+            if (float32.contains(trainable.get(i))) {
+                computing[i].close(); // its float16 slot stays unused
+                computing[i] = masterViews[i].duplicate();
+                kept.add(i);
+            }
+            computing[i].setRequiresGradient(true);
+            byParameter.put(trainable.get(i), computing[i]);
         }
+        keptFloat32 = kept.stream().mapToInt(Integer::intValue).toArray();
         store = new HalfStore(state, byParameter);
         scaler = new LossScaler(state, growthInterval);
         float32One = state.ones(new Shape(1), DataType.FLOAT32);
+    }
+
+    /** The trainable parameters of every block in {@code block} that keeps running statistics. */
+    private static void besideRunningStatistics(Block block, Set<Parameter> into) {
+        var own = block.getDirectParameters().values();
+        if (own.stream().anyMatch(p -> !p.requiresGradient())) {
+            own.stream().filter(Parameter::requiresGradient).forEach(into::add);
+        }
+        for (Block child : block.getChildren().values()) {
+            besideRunningStatistics(child, into);
+        }
     }
 
     /** Each parameter's part of {@code all}, a view in the parameter's shape. */
@@ -102,7 +128,7 @@ final class MixedPrecision {
         return masters.size();
     }
 
-    /** What the blocks take their parameters from: the float16 copies. */
+    /** What the blocks take their parameters from: the copies that compute. */
     ParameterStore store() {
         return store;
     }
@@ -132,21 +158,21 @@ final class MixedPrecision {
 
     /** The step's gradient: one flat float32 vector, the loss scale divided out. */
     NDArray gradient(NDManager scope) {
-        NDList parts = new NDList(halfViews.length);
-        for (NDArray h : halfViews) {
-            NDArray g = h.getGradient();
+        NDList parts = new NDList(computing.length);
+        for (NDArray c : computing) {
+            NDArray g = c.getGradient();
             g.attach(scope);
             parts.add(g.reshape(-1));
         }
-        NDArray all = NDArrays.concat(parts);
+        NDArray all = NDArrays.concat(parts); // float32 where any part is
         all.attach(scope);
         return scaler.unscale(all, scope);
     }
 
-    /** Zeroes the float16 gradients for the next backward pass. */
+    /** Zeroes the gradients for the next backward pass. */
     void zeroGradients() {
-        for (NDArray h : halfViews) {
-            JniUtils.zeroGrad((PtNDArray) h);
+        for (NDArray c : computing) {
+            JniUtils.zeroGrad((PtNDArray) c);
         }
     }
 
@@ -167,12 +193,15 @@ final class MixedPrecision {
         refresh();
     }
 
-    /** Writes the masters into the float16 copies (after an update or a restore). */
+    /** Writes the masters into the copies that compute (after an update or a restore). */
     void refresh() {
         boolean gradMode = JniUtils.isGradMode();
         JniUtils.setGradMode(false);
         try {
             halves.set(new NDIndex("..."), masters);
+            for (int i : keptFloat32) {
+                computing[i].set(new NDIndex("..."), masterViews[i]);
+            }
         } finally {
             JniUtils.setGradMode(gradMode);
         }

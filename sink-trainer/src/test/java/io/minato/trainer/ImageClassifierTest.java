@@ -54,6 +54,23 @@ class ImageClassifierTest {
         BrightHalves.assertLearned(first, last, dir, SETTINGS, r);
     }
 
+    /** In mixed precision too (float16 steps, float32 masters), and the saved model scores. */
+    @Test
+    void shouldLearnInMixedPrecision(@TempDir Path dir) throws Exception {
+        TrainingSettings half = SETTINGS.withPrecision(Precision.FP16);
+        SplittableRandom r = new SplittableRandom(11);
+        double first;
+        double last = Double.NaN;
+        try (DjlAccelerator a = new DjlAccelerator(half)) {
+            first = a.train(batch(0, 8, r)).loss();
+            for (int step = 1; step < 40; step++) {
+                last = a.train(batch(step, 8, r)).loss();
+            }
+            a.finish(dir, 0);
+        }
+        BrightHalves.assertLearned(first, last, dir, half, r);
+    }
+
     @Test
     void shouldCarryTheClassifiersParametersThroughASnapshot() throws Exception {
         Batch b = batch(0, 4, new SplittableRandom(1));
