@@ -72,36 +72,27 @@ public record TrainingSettings(
 
     /** The same optimizer training another network. */
     public TrainingSettings withNetwork(Network other) {
-        return new TrainingSettings(
-                width,
-                learningRate,
-                momentum,
-                weightDecay,
-                nesterov,
-                warmupSteps,
-                seed,
-                warmupStartLearningRate,
-                decaySteps,
-                decayFactor,
-                other,
-                precision);
+        return toBuilder().optNetwork(other).build();
     }
 
     /** The same settings in another precision (a run resolves {@link Precision#AUTO}). */
     public TrainingSettings withPrecision(Precision other) {
-        return new TrainingSettings(
-                width,
-                learningRate,
-                momentum,
-                weightDecay,
-                nesterov,
-                warmupSteps,
-                seed,
-                warmupStartLearningRate,
-                decaySteps,
-                decayFactor,
-                network,
-                other);
+        return toBuilder().optPrecision(other).build();
+    }
+
+    /** A builder holding these settings. */
+    private Builder toBuilder() {
+        return builder()
+                .setWidth(width)
+                .setLearningRate(learningRate)
+                .optMomentum(momentum)
+                .optWeightDecay(weightDecay)
+                .optNesterov(nesterov)
+                .optWarmUp(warmupSteps, warmupStartLearningRate)
+                .setSeed(seed)
+                .optDecay(decaySteps, decayFactor)
+                .optNetwork(network)
+                .optPrecision(precision);
     }
 
     /**

@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The accelerator with the images workload's network: a real DJL classifier learns a task a CNN
@@ -38,12 +40,18 @@ class ImageClassifierTest {
         return BrightHalves.batch(0, sequence, size, r);
     }
 
-    @Test
-    void shouldLearnWhichHalfIsBrightAndScoreTheSavedModel(@TempDir Path dir) throws Exception {
+    /** In float32, and in mixed precision (float16 steps over float32 masters). */
+    @ParameterizedTest
+    @EnumSource(
+            value = Precision.class,
+            names = {"FP32", "FP16"})
+    void shouldLearnWhichHalfIsBrightAndScoreTheSavedModel(Precision precision, @TempDir Path dir)
+            throws Exception {
+        TrainingSettings settings = SETTINGS.withPrecision(precision);
         SplittableRandom r = new SplittableRandom(11);
         double first;
         double last = Double.NaN;
-        try (DjlAccelerator a = new DjlAccelerator(SETTINGS)) {
+        try (DjlAccelerator a = new DjlAccelerator(settings)) {
             first = a.train(batch(0, 8, r)).loss();
             for (int step = 1; step < 40; step++) {
                 last = a.train(batch(step, 8, r)).loss();
@@ -51,24 +59,7 @@ class ImageClassifierTest {
             a.finish(dir, 0);
         }
         assertThat(first).isFinite().isPositive();
-        BrightHalves.assertLearned(first, last, dir, SETTINGS, r);
-    }
-
-    /** In mixed precision too (float16 steps, float32 masters), and the saved model scores. */
-    @Test
-    void shouldLearnInMixedPrecision(@TempDir Path dir) throws Exception {
-        TrainingSettings half = SETTINGS.withPrecision(Precision.FP16);
-        SplittableRandom r = new SplittableRandom(11);
-        double first;
-        double last = Double.NaN;
-        try (DjlAccelerator a = new DjlAccelerator(half)) {
-            first = a.train(batch(0, 8, r)).loss();
-            for (int step = 1; step < 40; step++) {
-                last = a.train(batch(step, 8, r)).loss();
-            }
-            a.finish(dir, 0);
-        }
-        BrightHalves.assertLearned(first, last, dir, half, r);
+        BrightHalves.assertLearned(first, last, dir, settings, r);
     }
 
     @Test
