@@ -56,14 +56,6 @@ final class DeviceParameters {
     private final long bufferLength;
 
     /**
-     * The initialised {@code model}'s arrays; momentum starts at zero in {@code state}, which lives
-     * on the model's device as long as this does.
-     */
-    DeviceParameters(Model model, NDManager state) {
-        this(model, state, Precision.FP32);
-    }
-
-    /**
      * The initialised {@code model}'s arrays for steps in {@code precision} (FP32 or FP16);
      * momentum starts at zero in {@code state}, which lives on the model's device as long as this
      * does.
