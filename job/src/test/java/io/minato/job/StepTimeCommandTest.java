@@ -6,19 +6,17 @@ import org.junit.jupiter.api.Test;
 
 class StepTimeCommandTest {
 
+    /** step-time of the smallest 3D-UNet on one patch of 32, with {@code more} options. */
+    private static MainTest.Run tinyStep(String... more) {
+        String[] args = {"step-time", "--width", "0.125", "--patch", "32", "--batch", "1"};
+        String[] all = java.util.Arrays.copyOf(args, args.length + more.length);
+        System.arraycopy(more, 0, all, args.length, more.length);
+        return MainTest.run(all);
+    }
+
     @Test
     void shouldTimeTheRealStepForEachWidthAndPatch() {
-        var run =
-                MainTest.run(
-                        "step-time",
-                        "--width",
-                        "0.125",
-                        "--patch",
-                        "32",
-                        "--batch",
-                        "1",
-                        "--repeats",
-                        "2");
+        var run = tinyStep("--repeats", "2");
         assertThat(run.status()).as(run.err()).isZero();
         String[] lines = run.out().strip().split("\n");
         assertThat(lines).hasSize(2);
@@ -67,19 +65,7 @@ class StepTimeCommandTest {
     /** Mixed precision on the CPU: slow float16 kernels, but the same step as on a GPU. */
     @Test
     void shouldTimeAMixedPrecisionStepWhenAskedAndRefuseAnUnknownPrecisionInOneLine() {
-        var run =
-                MainTest.run(
-                        "step-time",
-                        "--width",
-                        "0.125",
-                        "--patch",
-                        "32",
-                        "--batch",
-                        "1",
-                        "--repeats",
-                        "1",
-                        "--precision",
-                        "fp16");
+        var run = tinyStep("--repeats", "1", "--precision", "fp16");
         assertThat(run.status()).as(run.err()).isZero();
         String[] cells = run.out().strip().split("\n")[1].trim().split("\\s+");
         assertThat(cells[11]).isEqualTo("fp16");
