@@ -3,9 +3,7 @@ package io.minato.job;
 import io.minato.trainer.Precision;
 import io.minato.trainer.TrainingSettings;
 import java.util.List;
-import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.TypeConversionException;
 
 /**
  * SGD and its learning-rate schedule (the MLPerf reference's warm-up and step decay), and the
@@ -81,15 +79,10 @@ public final class OptimizerOptions {
                             + " fp32 otherwise (default: auto).")
     Precision precision = Precision.AUTO;
 
-    /** {@code --precision}'s values. */
-    static final class PrecisionConverter implements ITypeConverter<Precision> {
-        @Override
-        public Precision convert(String value) {
-            try {
-                return Precision.parse(value);
-            } catch (IllegalArgumentException e) {
-                throw new TypeConversionException(e.getMessage());
-            }
+    /** Parses {@code --precision}. */
+    static final class PrecisionConverter extends TrainCommand.Parsed<Precision> {
+        PrecisionConverter() {
+            super(Precision::parse);
         }
     }
 

@@ -433,13 +433,12 @@ final class DeviceParameters {
      * which {@code NDArray.set(float[])} would detach from it), outside autograd.
      */
     private static void assign(NDArray target, float[] values) {
-        boolean gradMode = JniUtils.isGradMode();
-        JniUtils.setGradMode(false);
-        try (NDArray source = target.getManager().create(values, target.getShape())) {
-            target.set(new NDIndex("..."), source);
-        } finally {
-            JniUtils.setGradMode(gradMode);
-        }
+        NoGrad.run(
+                () -> {
+                    try (NDArray source = target.getManager().create(values, target.getShape())) {
+                        target.set(new NDIndex("..."), source);
+                    }
+                });
     }
 
     private static void writeFloats(DataOutputStream out, float[] values) throws IOException {

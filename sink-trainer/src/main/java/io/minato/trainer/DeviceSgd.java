@@ -4,8 +4,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.jni.JniUtils;
 
 /**
  * PyTorch's SGD with momentum (dampening 0, optional weight decay and Nesterov), applied in place
@@ -22,6 +20,7 @@ final class DeviceSgd {
     private final NDArray weightDecay; // null: none
     private final boolean nesterov;
     private final NDArray one;
+    private final NDArray zero;
 
     /**
      * @param manager where the constants live: the parameters' device, open as long as this is
@@ -31,6 +30,7 @@ final class DeviceSgd {
         this.weightDecay = weightDecay == 0f ? null : manager.create(weightDecay);
         this.nesterov = nesterov;
         this.one = manager.create(1f);
+        this.zero = manager.create(0f);
     }
 
     /**
@@ -60,36 +60,40 @@ final class DeviceSgd {
             float learningRate,
             NDArray overflowed,
             NDManager scope) {
-        boolean gradMode = JniUtils.isGradMode();
-        JniUtils.setGradMode(false); // in-place writes to parameters are not part of any graph
-        try {
-            NDArray lr = scope.create(learningRate);
-            NDArray m = momentum;
-            NDArray wd = weightDecay;
-            if (overflowed != null) {
-                NDArray skipped = temporary(overflowed.toType(DataType.FLOAT32, false), scope);
-                NDArray kept = temporary(skipped.neg().addi(one), scope);
-                lr = temporary(lr.mul(kept), scope);
-                m = temporary(momentum.mul(kept).addi(skipped), scope); // 1 where skipped
-                wd = wd == null ? null : temporary(wd.mul(kept), scope);
-                NDArray zero = scope.zeros(new Shape(), DataType.FLOAT32);
-                for (int i = 0; i < gradients.length; i++) {
-                    gradients[i] = temporary(NDArrays.where(overflowed, zero, gradients[i]), scope);
-                }
+        // In-place writes to parameters are not part of any graph.
+        NoGrad.run(() -> step(weights, gradients, velocity, learningRate, overflowed, scope));
+    }
+
+    private void step(
+            NDArray[] weights,
+            NDArray[] gradients,
+            NDArray[] velocity,
+            float learningRate,
+            NDArray overflowed,
+            NDManager scope) {
+        NDArray lr = scope.create(learningRate);
+        NDArray m = momentum;
+        NDArray wd = weightDecay;
+        if (overflowed != null) {
+            NDArray skipped = temporary(overflowed.toType(DataType.FLOAT32, false), scope);
+            NDArray kept = temporary(skipped.neg().addi(one), scope);
+            lr = temporary(lr.mul(kept), scope);
+            m = temporary(momentum.mul(kept).addi(skipped), scope); // 1 where skipped
+            wd = wd == null ? null : temporary(wd.mul(kept), scope);
+            for (int i = 0; i < gradients.length; i++) {
+                gradients[i] = temporary(NDArrays.where(overflowed, zero, gradients[i]), scope);
             }
-            for (int i = 0; i < weights.length; i++) {
-                NDArray w = weights[i];
-                NDArray g = gradients[i];
-                NDArray v = velocity[i];
-                if (wd != null) {
-                    g.addi(temporary(w.mul(wd), scope));
-                }
-                v.muli(m).addi(g);
-                NDArray direction = nesterov ? g.addi(temporary(v.mul(m), scope)) : v;
-                w.subi(temporary(direction.mul(lr), scope));
+        }
+        for (int i = 0; i < weights.length; i++) {
+            NDArray w = weights[i];
+            NDArray g = gradients[i];
+            NDArray v = velocity[i];
+            if (wd != null) {
+                g.addi(temporary(w.mul(wd), scope));
             }
-        } finally {
-            JniUtils.setGradMode(gradMode);
+            v.muli(m).addi(g);
+            NDArray direction = nesterov ? g.addi(temporary(v.mul(m), scope)) : v;
+            w.subi(temporary(direction.mul(lr), scope));
         }
     }
 

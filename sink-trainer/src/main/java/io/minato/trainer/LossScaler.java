@@ -4,7 +4,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.pytorch.jni.JniUtils;
 
 /**
  * The dynamic loss scale of a mixed-precision step, as PyTorch's {@code GradScaler} keeps it (the
@@ -68,28 +67,27 @@ final class LossScaler {
 
     /** After the step whose gradient {@code overflowed} (or not): the next step's scale. */
     void update(NDArray overflowed, NDManager scope) {
-        boolean gradMode = JniUtils.isGradMode();
-        JniUtils.setGradMode(false);
-        try (NDManager temporaries = scope.newSubManager()) {
-            NDArray skipped = overflowed.toType(DataType.FLOAT32, false);
-            skipped.attach(temporaries);
-            NDArray kept = one.sub(skipped);
-            kept.attach(temporaries);
-            goodSteps.addi(one).muli(kept);
-            NDArray grown = goodSteps.gte(interval);
-            grown.attach(temporaries);
-            NDArray grow = grown.toType(DataType.FLOAT32, false);
-            grow.attach(temporaries);
-            // kept: 1 or 2 (grown); skipped: 1/2.
-            NDArray factor = one.add(grow).muli(kept).addi(skipped.mul(half));
-            factor.attach(temporaries);
-            scale.muli(factor);
-            NDArray notGrown = one.sub(grow);
-            notGrown.attach(temporaries);
-            goodSteps.muli(notGrown);
-        } finally {
-            JniUtils.setGradMode(gradMode);
-        }
+        NoGrad.run(
+                () -> {
+                    try (NDManager temporaries = scope.newSubManager()) {
+                        NDArray skipped = overflowed.toType(DataType.FLOAT32, false);
+                        skipped.attach(temporaries);
+                        NDArray kept = one.sub(skipped);
+                        kept.attach(temporaries);
+                        goodSteps.addi(one).muli(kept);
+                        NDArray grown = goodSteps.gte(interval);
+                        grown.attach(temporaries);
+                        NDArray grow = grown.toType(DataType.FLOAT32, false);
+                        grow.attach(temporaries);
+                        // kept: 1 or 2 (grown); skipped: 1/2.
+                        NDArray factor = one.add(grow).muli(kept).addi(skipped.mul(half));
+                        factor.attach(temporaries);
+                        scale.muli(factor);
+                        NDArray notGrown = one.sub(grow);
+                        notGrown.attach(temporaries);
+                        goodSteps.muli(notGrown);
+                    }
+                });
     }
 
     /** The scale and the steps since it changed, read from the device (a checkpoint's cost). */
@@ -112,14 +110,13 @@ final class LossScaler {
             throw new IllegalStateException(
                     "the checkpoint's loss scale is " + scaleValue + " after " + steps + " steps");
         }
-        boolean gradMode = JniUtils.isGradMode();
-        JniUtils.setGradMode(false);
-        try (NDManager temporaries = scale.getManager().newSubManager()) {
-            scale.set(new NDIndex("..."), temporaries.create(scaleValue));
-            goodSteps.set(new NDIndex("..."), temporaries.create(steps));
-        } finally {
-            JniUtils.setGradMode(gradMode);
-        }
+        NoGrad.run(
+                () -> {
+                    try (NDManager temporaries = scale.getManager().newSubManager()) {
+                        scale.set(new NDIndex("..."), temporaries.create(scaleValue));
+                        goodSteps.set(new NDIndex("..."), temporaries.create(steps));
+                    }
+                });
     }
 
     /** The current scale, read from the device (tests and reports, not steps). */

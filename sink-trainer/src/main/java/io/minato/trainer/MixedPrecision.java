@@ -195,29 +195,23 @@ final class MixedPrecision {
 
     /** Writes the masters into the copies that compute (after an update or a restore). */
     void refresh() {
-        boolean gradMode = JniUtils.isGradMode();
-        JniUtils.setGradMode(false);
-        try {
-            halves.set(new NDIndex("..."), masters);
-            for (int i : keptFloat32) {
-                computing[i].set(new NDIndex("..."), masterViews[i]);
-            }
-        } finally {
-            JniUtils.setGradMode(gradMode);
-        }
+        NoGrad.run(
+                () -> {
+                    halves.set(new NDIndex("..."), masters);
+                    for (int i : keptFloat32) {
+                        computing[i].set(new NDIndex("..."), masterViews[i]);
+                    }
+                });
     }
 
     /** Writes the masters into the model's own arrays, which it saves. */
     void writeModel() {
-        boolean gradMode = JniUtils.isGradMode();
-        JniUtils.setGradMode(false);
-        try {
-            for (int i = 0; i < modelArrays.length; i++) {
-                modelArrays[i].set(new NDIndex("..."), masterViews[i]);
-            }
-        } finally {
-            JniUtils.setGradMode(gradMode);
-        }
+        NoGrad.run(
+                () -> {
+                    for (int i = 0; i < modelArrays.length; i++) {
+                        modelArrays[i].set(new NDIndex("..."), masterViews[i]);
+                    }
+                });
     }
 
     LossScaler scaler() {

@@ -19,10 +19,7 @@ public enum Precision {
 
     /** The precision a run trains in on these devices: AUTO is FP16 where all are GPUs. */
     public Precision forDevices(List<TrainingDevice> devices) {
-        if (this != AUTO) {
-            return this;
-        }
-        return !devices.isEmpty() && devices.stream().allMatch(TrainingDevice::isGpu) ? FP16 : FP32;
+        return forDevice(!devices.isEmpty() && devices.stream().allMatch(TrainingDevice::isGpu));
     }
 
     /** The precision one trainer trains in on a GPU or the CPU. */

@@ -95,6 +95,7 @@ public final class StepTimeCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         Device device = device();
+        Precision precision = settings.precision().forDevice(device.isGpu());
         PrintWriter out = spec.commandLine().getOut();
         out.printf(
                 Locale.ROOT,
@@ -131,7 +132,7 @@ public final class StepTimeCommand implements Callable<Integer> {
                     profile.medianMillis(Phase.BACKWARD),
                     profile.medianMillis(Phase.UPDATE),
                     profile.peakBytes() >> 20,
-                    timed.precision().label());
+                    precision.label());
             out.flush();
         }
         return 0;
@@ -161,16 +162,14 @@ public final class StepTimeCommand implements Callable<Integer> {
         return Device.gpu(index);
     }
 
-    /** Each timed step's wall time in ms, the profile of their phases, and their precision. */
-    private record Timed(long[] ms, StepProfile profile, Precision precision) {}
+    /** Each timed step's wall time in ms, and the profile of their phases. */
+    private record Timed(long[] ms, StepProfile profile) {}
 
     private Timed time(TrainingSettings settings, Device device, int patch) throws Exception {
         Batch b = syntheticBatch(patch);
         long[] ms = new long[repeats];
         StepProfile profile;
-        Precision precision;
         try (DjlAccelerator trainer = new DjlAccelerator(settings, device)) {
-            precision = trainer.precision();
             trainer.train(b); // libtorch's and the JIT's first-time costs
             profile = new StepProfile(device); // the peak counts from here
             trainer.profile(profile);
@@ -180,7 +179,7 @@ public final class StepTimeCommand implements Callable<Integer> {
                 ms[i] = (System.nanoTime() - start) / 1_000_000;
             }
         }
-        return new Timed(ms, profile, precision);
+        return new Timed(ms, profile);
     }
 
     /** Noise images with a labelled kidney-and-tumour block. */
