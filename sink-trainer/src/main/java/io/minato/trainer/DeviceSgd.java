@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 
 /**
  * PyTorch's SGD with momentum (dampening 0, optional weight decay and Nesterov), applied in place
@@ -12,8 +13,8 @@ import ai.djl.ndarray.types.DataType;
  *
  * <p>Each product and sum is its own float operation, as in PyTorch's reference loop and in the
  * host loop this replaced, so the result does not depend on fused multiply-adds. The constants are
- * device scalars made once; the learning rate, which the schedule changes, is one per step. No
- * value goes to the host.
+ * device scalars made once; the learning rate, which the schedule changes, is one per step, filled
+ * on the device. No value goes to the host, and none comes from it.
  */
 final class DeviceSgd {
     private final NDArray momentum;
@@ -71,7 +72,8 @@ final class DeviceSgd {
             float learningRate,
             NDArray overflowed,
             NDManager scope) {
-        NDArray lr = scope.create(learningRate);
+        // Filled on the device: a number copied from the host would wait for the queued step.
+        NDArray lr = scope.full(new Shape(), learningRate, DataType.FLOAT32);
         NDArray m = momentum;
         NDArray wd = weightDecay;
         if (overflowed != null) {

@@ -2,6 +2,7 @@ package io.minato.workload.kits19.unet;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.loss.Loss;
@@ -66,13 +67,19 @@ public final class DiceCeLoss extends Loss {
         }
         NDArray intersection = prob.mul(target).sum(new int[] {2});
         NDArray denominator = target.sum(new int[] {2}).add(prob.sum(new int[] {2}));
-        // No product or quotient with a Java number here: DJL makes such a scalar over a buffer
-        // that it frees at once, while autograd keeps the scalar to scale the gradient with. An
-        // addition keeps nothing; libtorch owns the memory of a full() array.
-        NDArray dice = intersection.add(intersection).add(SMOOTH).div(denominator.add(SMOOTH));
-        NDArray diceLoss = dice.neg().add(1).mean();
-        NDArray two = logits.getManager().full(new Shape(), 2f, DataType.FLOAT32);
-        return diceLoss.add(crossEntropy).div(two);
+        // No arithmetic with a Java number here. DJL copies such a number from a host buffer to
+        // the device, a copy that waits for all the work queued before it, every step; and it
+        // frees that buffer at once, while autograd keeps a factor to scale the gradient with.
+        // A full() array is filled where it lives, in memory libtorch owns.
+        NDManager manager = logits.getManager();
+        NDArray smooth = scalar(manager, SMOOTH);
+        NDArray dice = intersection.add(intersection).add(smooth).div(denominator.add(smooth));
+        NDArray diceLoss = scalar(manager, 1f).sub(dice).mean();
+        return diceLoss.add(crossEntropy).div(scalar(manager, 2f));
+    }
+
+    private static NDArray scalar(NDManager manager, float value) {
+        return manager.full(new Shape(), value, DataType.FLOAT32);
     }
 
     /**
