@@ -4,10 +4,12 @@ import json
 import logging
 import mmap
 import os
+import queue
 import secrets
 import socket
 import struct
 import sys
+import threading
 import time
 import warnings
 
@@ -21,6 +23,9 @@ PROTOCOL_VERSION = 1
 _SHM = "/dev/shm"
 _DTYPES = {"float32": torch.float32, "uint8": torch.uint8, "int32": torch.int32}
 _SIZES = {"float32": 4, "uint8": 1, "int32": 4}
+
+
+_END = object()  # the run's end, as the receiving thread hands it over
 
 
 class LoaderError(RuntimeError):
@@ -101,13 +106,18 @@ class _Connection:
         return held
 
     def close(self):
-        for m in self.maps.values():
-            m.close()
-        self.maps.clear()
+        try:
+            # Wakes a thread that waits in recv() on this socket; close() alone would not.
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         try:
             self.sock.close()
         except OSError:
             pass
+        for m in self.maps.values():
+            m.close()
+        self.maps.clear()
 
 
 class MinatoLoader:
@@ -116,13 +126,17 @@ class MinatoLoader:
     endpoint: "host:port" of this rank's device queue, or run_dir: the job's run directory, whose
     serving/rank-R.json names it (and names it anew after the job restarts).
     rank: this process's rank (default: torchrun's RANK, else 0). prefetch: batches the job may
-    send ahead. token: the job's shared token, when it serves other hosts (default:
-    MINATO_TOKEN). pin_memory: copy batches into pinned memory (default: when CUDA is there).
-    reconnect_s: how long to wait for a job that went away (it restores in seconds) before giving up.
+    send ahead; as many again wait ready in this process. token: the job's shared token, when it
+    serves other hosts (default: MINATO_TOKEN). pin_memory: copy batches into pinned memory
+    (default: when CUDA is there). connect_timeout_s: how long to wait for the job to serve at
+    first. reconnect_s: how long to wait for a job that went away (it restores in seconds), or for
+    one that serves a loader resumed from a state, before giving up.
 
-    Iterating yields the whole run, all epochs, as the job batches it; state_dict() says which
-    samples the batches yielded so far held, and a loader given it with load_state_dict() gets
-    exactly the rest."""
+    A thread of the loader takes the batches from the job while the training step runs, as the
+    pin-memory thread of PyTorch's DataLoader does: it copies each into tensors (pinned where
+    CUDA is) and gives the job its credit for another. Iterating yields the whole run, all epochs,
+    as the job batches it; state_dict() says which samples the batches yielded so far held, and a
+    loader given it with load_state_dict() gets exactly the rest."""
 
     def __init__(self, endpoint=None, *, run_dir=None, rank=None, prefetch=2, token=None,
                  pin_memory=None, reconnect_s=120.0, connect_timeout_s=120.0, job=None):
@@ -140,10 +154,18 @@ class MinatoLoader:
         self._steps = 0
         self._conn = None
         self._welcome = None
+        self._welcomed = threading.Event()
         self._ended = False
         self._started = False
         self._job = job  # an EmbeddedJob this loader stops when closed
-        self._buffers = _Buffers(keep=2 * prefetch + 2)
+        self._buffers = _Buffers(keep=2 * prefetch + 3)
+        # The receiving thread and what it hands over: (connection, batch), _END or an error.
+        # A batch of a connection that was lost since is not yielded: the job serves it again.
+        self._receiver = None
+        self._stop = threading.Event()
+        self._ready = queue.Queue(maxsize=prefetch)
+        self._lock = threading.Lock()  # the consumed samples against the connection they came on
+        self._connection = 0
 
     # ---- DataLoader-like surface -------------------------------------------------------------
 
@@ -162,8 +184,9 @@ class MinatoLoader:
 
     def state_dict(self):
         """What to save with the model: the samples of every batch yielded so far."""
-        return {"version": PROTOCOL_VERSION, "rank": self.rank, "steps": self._steps,
-                "consumed": self._consumed.to_wire()}
+        with self._lock:
+            return {"version": PROTOCOL_VERSION, "rank": self.rank, "steps": self._steps,
+                    "consumed": self._consumed.to_wire()}
 
     def load_state_dict(self, state):
         """Resumes from a state_dict(): the job serves exactly the samples it does not name."""
@@ -180,9 +203,7 @@ class MinatoLoader:
         self._steps = int(state.get("steps", 0))
 
     def close(self):
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self.close_connection()
         if self._job is not None:
             # After the run's end the job writes its report and exits; otherwise stop it now.
             self._job.close(finish_s=120 if self._ended else 0)
@@ -197,9 +218,18 @@ class MinatoLoader:
     # ---- the protocol ------------------------------------------------------------------------
 
     def _connection_welcome(self):
+        if self._receiver is not None:  # it connects: wait for it, or for what it hands over
+            while not self._welcomed.wait(0.2):
+                if not self._receiver.is_alive():
+                    self._next_batch()  # raises the error that stopped it
+            return self._welcome
         if self._conn is None:
-            self._connect(self._connect_timeout_s)
+            self._connect(self._patience())
         return self._welcome
+
+    def _patience(self):
+        """connect_timeout_s for the first connection, reconnect_s for a job that serves again."""
+        return self._reconnect_s if self._welcome or self._steps else self._connect_timeout_s
 
     def _where(self):
         if self._endpoint is not None:
@@ -215,15 +245,16 @@ class MinatoLoader:
         except (ValueError, KeyError) as err:
             raise ConnectionError(f"{path}: {err}") from None
 
-    def _connect(self, patience_s):
+    def _connect(self, patience_s, stop=None):
+        """Connects, retrying for up to patience_s; gives up quietly once `stop` is set."""
         deadline = time.monotonic() + patience_s
         last = None
-        while True:
+        while stop is None or not stop.is_set():
             if self._job is not None:
                 self._job.check()
             try:
                 host, port = self._where()
-                self._handshake(host, port)
+                self._handshake(host, port, stop)
                 return
             except (ConnectionError, OSError) as err:
                 last = err
@@ -232,12 +263,14 @@ class MinatoLoader:
                 raise LoaderError(f"rank {self.rank}: cannot reach the job at {where}: {last}")
             time.sleep(0.2)
 
-    def _handshake(self, host, port):
+    def _handshake(self, host, port, stop=None):
         conn = _Connection(host, port, timeout=10)
         probe = None
         try:
+            with self._lock:
+                consumed = self._consumed.to_wire()
             hello = {"type": "hello", "version": PROTOCOL_VERSION, "rank": self.rank,
-                     "prefetch": self.prefetch, "consumed": self._consumed.to_wire()}
+                     "prefetch": self.prefetch, "consumed": consumed}
             if self._token is not None:
                 hello["token"] = self._token
             if os.path.isdir(_SHM):
@@ -261,39 +294,112 @@ class MinatoLoader:
             conn.close()
             raise LoaderError(f"rank {self.rank}: expected a welcome, got {w.get('type')!r}")
         conn.send({"type": "credit", "n": self.prefetch})
-        self._conn, self._welcome = conn, w
+        with self._lock:  # against close_connection(), which sets `stop` first
+            if stop is not None and stop.is_set():
+                conn.close()
+                return
+            self._conn, self._welcome = conn, w
+        self._welcomed.set()
 
     def _next_batch(self):
+        """The next batch the receiving thread has ready (None at the run's end), once its
+        samples count as consumed; raises what stopped the thread."""
+        if self._receiver is None:
+            self._start_receiver()
         while True:
-            if self._conn is None:
-                self._connect(self._reconnect_s if self._steps or self._started else self._connect_timeout_s)
             try:
-                m = self._conn.receive()
-                if m["type"] == "end":
-                    self._conn.send({"type": "done"})
-                    self._ended = True
-                    self.close_connection()
-                    return None
-                if m["type"] != "batch":
-                    raise LoaderError(f"rank {self.rank}: unexpected message {m['type']!r}")
-                batch = self._take(m)
-                self._conn.send({"type": "credit", "n": 1})
-            except (ConnectionError, OSError) as err:
-                # The job went away (a failure it restores from, or it stopped): whatever it sent
-                # and this process did not yield comes again after reconnecting.
-                _LOG.warning("rank %d: lost the job (%s); reconnecting for up to %.0f s",
-                             self.rank, err, self._reconnect_s)
+                item = self._ready.get(timeout=0.5)
+            except queue.Empty:
+                if self._receiver is None or self._receiver.is_alive():
+                    continue
+                # It handed over its last word before it ended, unless close_connection() ran.
+                raise LoaderError(f"rank {self.rank}: the loader's connection was closed")
+            if item is _END:
+                self._ended = True
                 self.close_connection()
-                continue
-            for epoch, index in batch.samples.tolist():
-                self._consumed.add(epoch, index)
-            self._steps += 1
+                return None
+            if isinstance(item, BaseException):
+                self.close_connection()
+                raise item
+            connection, batch = item
+            with self._lock:
+                if connection != self._connection:
+                    continue  # taken before the job went away: it serves the batch again
+                for epoch, index in batch.samples.tolist():
+                    self._consumed.add(epoch, index)
+                self._steps += 1
             return batch
 
+    def _start_receiver(self):
+        device = torch.cuda.current_device() if self._pin and torch.cuda.is_available() else None
+        self._stop = threading.Event()
+        self._receiver = threading.Thread(target=self._receive, args=(self._stop, device),
+                                          name=f"minato-loader-rank-{self.rank}", daemon=True)
+        self._receiver.start()
+
+    def _receive(self, stop, device):
+        """The receiving thread: takes each batch off the connection, copies it into tensors,
+        credits the job with another and hands the batch over, until the run's end or close."""
+        if device is not None:
+            torch.cuda.set_device(device)  # pinned memory on this process's device's context
+        try:
+            while not stop.is_set():
+                if self._conn is None:
+                    self._connect(self._patience(), stop)
+                    if stop.is_set():
+                        return
+                connection = self._connection
+                try:
+                    m = self._conn.receive()
+                    if m["type"] == "end":
+                        self._conn.send({"type": "done"})
+                        self._hand_over(_END, stop)
+                        return
+                    if m["type"] != "batch":
+                        raise LoaderError(f"rank {self.rank}: unexpected message {m['type']!r}")
+                    batch = self._take(m)
+                    self._conn.send({"type": "credit", "n": 1})
+                except (ConnectionError, OSError) as err:
+                    if stop.is_set():
+                        return
+                    # The job went away (a failure it restores from, or it stopped): whatever it
+                    # sent and this process did not yield comes again after reconnecting.
+                    _LOG.warning("rank %d: lost the job (%s); reconnecting for up to %.0f s",
+                                 self.rank, err, self._reconnect_s)
+                    with self._lock:
+                        self._connection += 1
+                        if self._conn is not None:
+                            self._conn.close()
+                            self._conn = None
+                    continue
+                self._hand_over((connection, batch), stop)
+        except BaseException as err:  # the main thread raises it at its next batch
+            self._hand_over(err, stop)
+
+    def _hand_over(self, item, stop):
+        while not stop.is_set():
+            try:
+                self._ready.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
     def close_connection(self):
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        """Stops taking batches: the thread ends, and what it had ready is not yielded."""
+        receiver, self._receiver = self._receiver, None
+        self._stop.set()
+        with self._lock:
+            self._connection += 1
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+        if receiver is not None and receiver is not threading.current_thread():
+            receiver.join(30)
+        while True:
+            try:
+                self._ready.get_nowait()
+            except queue.Empty:
+                break
 
     def _take(self, m):
         try:

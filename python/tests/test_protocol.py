@@ -5,6 +5,7 @@ import json
 import socket
 import struct
 import threading
+import time
 
 import pytest
 
@@ -105,3 +106,124 @@ def test_should_refuse_in_one_line_a_state_that_is_not_its_own(state, message):
     loader = MinatoLoader("127.0.0.1:9", rank=0)
     with pytest.raises(LoaderError, match=message):
         loader.load_state_dict(state)
+
+
+class Recorder:
+    """A peer that answers the hello with `serve(hello, conn)` and records every frame the loader
+    sends it afterwards (credits, done)."""
+
+    def __init__(self, serve):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.hello, self.frames, self.conn = None, [], None
+        self.done = threading.Event()
+        self._serve = serve
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        conn, _ = self.server.accept()
+        self.conn = conn
+        with conn:
+            self.hello = read_frame(conn)
+            self._serve(self.hello, conn)
+            if self.done.is_set():
+                return
+            try:
+                while (m := read_frame(conn)) is not None:
+                    self.frames.append(m)
+            except OSError:
+                pass
+
+    def close(self):
+        """Fails as a job does: its connection ends."""
+        self.done.set()
+        self.server.close()
+        if self.conn is not None:
+            try:
+                self.conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def read_frame(conn):
+    head = conn.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return None
+    (n,) = struct.unpack(">I", head)
+    return json.loads(conn.recv(n, socket.MSG_WAITALL))
+
+
+def batch_of(samples, step):
+    body = bytes(range(80))
+    return batch_message(step=step, samples=[[e, i, i, "fast"] for e, i in samples]) + body
+
+
+def test_should_take_the_next_batch_while_the_step_runs():
+    """The loader's thread copies a batch and credits the job for another before the training
+    loop asks for it: the credit for the second batch comes while the first one's step runs."""
+    peer = Recorder(lambda hello, conn: conn.sendall(
+        WELCOME + batch_of([(0, 0), (0, 1)], 0) + batch_of([(0, 2), (0, 3)], 1)))
+    loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5, pin_memory=False)
+    try:
+        it = iter(loader)
+        first = next(it)
+        assert first.samples.tolist() == [[0, 0], [0, 1]]
+        deadline = time.monotonic() + 5
+        while sum(m["type"] == "credit" for m in peer.frames) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the "step": the loop does not ask for the second batch
+        assert [m["type"] for m in peer.frames] == ["credit", "credit", "credit"]
+        assert [m["n"] for m in peer.frames] == [2, 1, 1]
+        assert next(it).samples.tolist() == [[0, 2], [0, 3]]
+    finally:
+        loader.close()
+        peer.close()
+
+
+def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tmp_path):
+    """Batches the thread had ready when the job went away are not yielded: the job that serves
+    again learns from the hello which samples were, and serves the rest, each once."""
+    from minato_flink.consumed import ConsumedSet
+
+    every = [(0, i) for i in range(6)]
+    run = tmp_path / "run"
+    (run / "serving").mkdir(parents=True)
+
+    def point_at(peer):
+        (run / "serving" / "rank-0.json").write_text(
+            json.dumps({"host": "127.0.0.1", "port": peer.port}))
+
+    def first_job(hello, conn):  # sends everything, then fails
+        conn.sendall(WELCOME + b"".join(batch_of(every[k:k + 2], k // 2) for k in (0, 2, 4)))
+
+    def restored_job(hello, conn):  # serves what the hello does not name
+        consumed = ConsumedSet.from_wire(hello["consumed"])
+        rest = [s for s in every if s not in consumed]
+        conn.sendall(WELCOME + b"".join(batch_of(rest[k:k + 2], k // 2)
+                                        for k in range(0, len(rest), 2)))
+        conn.sendall(frame({"type": "end"}))
+
+    first = Recorder(first_job)
+    point_at(first)
+    loader = MinatoLoader(run_dir=str(run), rank=0, connect_timeout_s=5, reconnect_s=10,
+                          pin_memory=False)
+    second = None
+    try:
+        it = iter(loader)
+        yielded = [tuple(s) for s in next(it).samples.tolist()]
+        second = Recorder(restored_job)
+        point_at(second)
+        first.close()  # the job fails with two batches sent after the one yielded
+        deadline = time.monotonic() + 10
+        while second.hello is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # the step; the thread meanwhile loses the job and connects again
+        for batch in it:
+            yielded += [tuple(s) for s in batch.samples.tolist()]
+        assert sorted(yielded) == every and len(yielded) == len(set(yielded))
+        assert second.hello is not None
+        again = ConsumedSet.from_wire(second.hello["consumed"])
+        assert [s for s in every if s in again] == every[:2]
+    finally:
+        loader.close()
+        first.close()
+        if second is not None:
+            second.close()
