@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """How long one served batch takes to become torch tensors in the training process: wall time and
-the process's CPU time from the batch's header to its tensors (pinned when CUDA is there), through
-shared memory and over TCP. The job runs embedded; a sleep stands for the step, so that each copy
-is timed alone.
+CPU time of the loader's receiving thread from the batch's header to its tensors (pinned when CUDA
+is there), through shared memory and over TCP; and what the training loop itself spends in each
+next(): wall time and its own thread's CPU. The job runs embedded; a sleep stands for the step, so
+that each copy is timed alone.
 
   transport_bench.py --data DIR [--patch 128] [--batch 1] [--epochs 4] [--step-ms 50]
 """
@@ -20,13 +21,13 @@ from minato_flink import launch  # noqa: E402
 
 
 def measure(a, mode):
-    times = []
+    times, loop = [], []
     take = loader_module.MinatoLoader._take
 
     def timed(self, header):
-        w0, c0 = time.perf_counter(), time.process_time()
+        w0, c0 = time.perf_counter(), time.thread_time()
         batch = take(self, header)
-        times.append((time.perf_counter() - w0, time.process_time() - c0, header["nbytes"]))
+        times.append((time.perf_counter() - w0, time.thread_time() - c0, header["nbytes"]))
         return batch
 
     loader_module.MinatoLoader._take = timed
@@ -36,19 +37,32 @@ def measure(a, mode):
     try:
         with launch(a.data, epochs=a.epochs, batch=a.batch, patch=a.patch,
                     extra_args=["--eval-cases", "0"]) as loader:
-            for _ in loader:
+            it = iter(loader)
+            while True:
+                w0, c0 = time.perf_counter(), time.thread_time()
+                try:
+                    next(it)
+                except StopIteration:
+                    break
+                loop.append((time.perf_counter() - w0, time.thread_time() - c0))
                 time.sleep(a.step_ms / 1000)
             pinned = loader._pin
     finally:
         loader_module.MinatoLoader._take = take
         loader_module._SHM = shm
     t = times[3:]  # the first batches meet cold pages and a cold interpreter
-    wall = sorted(x[0] * 1e3 for x in t)
-    cpu = sorted(x[1] * 1e3 for x in t)
-    q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]
     print(f"{mode}: {len(t)} batches of {t[0][2] / 2**20:.1f} MiB into {'pinned' if pinned else 'pageable'}"
-          f" tensors: wall p50 {statistics.median(wall):.2f} ms, p90 {q(wall, .9):.2f};"
-          f" CPU p50 {statistics.median(cpu):.2f} ms, p90 {q(cpu, .9):.2f}")
+          f" tensors: {quantiles(t)}")
+    print(f"{mode}: the training loop's next(): {quantiles(loop[3:])}")
+
+
+def quantiles(timings):
+    """Wall and CPU (ms), p50 and p90, of (wall s, CPU s, ...) timings."""
+    wall = sorted(x[0] * 1e3 for x in timings)
+    cpu = sorted(x[1] * 1e3 for x in timings)
+    q = lambda v, p: v[min(len(v) - 1, int(p * len(v)))]
+    return (f"wall p50 {statistics.median(wall):.2f} ms, p90 {q(wall, .9):.2f};"
+            f" CPU p50 {statistics.median(cpu):.2f} ms, p90 {q(cpu, .9):.2f}")
 
 
 def main():
