@@ -150,9 +150,11 @@ def minato_batches(a, rank, ranks, holder):
     holder.append(loader)
     len(loader)  # connected: the job is up and its first batches are asked for
     yield None
-    for b in loader:
-        rows = [(int(e), int(i), c, p) for (e, i), c, p in zip(b.samples.tolist(), b.cases, b.paths)]
-        yield b.image, b.label, rows
+    for epoch in range(a.epochs):  # a pass over the loader per epoch, as over a DataLoader
+        for b in loader:
+            rows = [(int(e), int(i), c, p)
+                    for (e, i), c, p in zip(b.samples.tolist(), b.cases, b.paths)]
+            yield b.image, b.label, rows
 
 
 def main(argv=None):

@@ -132,11 +132,14 @@ class MinatoLoader:
     first. reconnect_s: how long to wait for a job that went away (it restores in seconds), or for
     one that serves a loader resumed from a state, before giving up.
 
-    A thread of the loader takes the batches from the job while the training step runs, as the
-    pin-memory thread of PyTorch's DataLoader does: it copies each into tensors (pinned where
-    CUDA is) and gives the job its credit for another. Iterating yields the whole run, all epochs,
-    as the job batches it; state_dict() says which samples the batches yielded so far held, and a
-    loader given it with load_state_dict() gets exactly the rest."""
+    Each pass over the loader yields one epoch of the job's run (`epochs` passes in all), as a
+    DataLoader does: the run's steps shared out over its epochs, len(loader) a pass, the same on
+    every rank. Batches come as the job builds them, fast samples first, so a slow sample of one
+    epoch may come in the next pass. A thread of the loader takes the batches from the job while
+    the training step runs, as the pin-memory thread of PyTorch's DataLoader does: it copies each
+    into tensors (pinned where CUDA is) and gives the job its credit for another. state_dict()
+    says which samples the batches yielded so far held, and a loader given it with
+    load_state_dict() gets exactly the rest, from the epoch it was in."""
 
     def __init__(self, endpoint=None, *, run_dir=None, rank=None, prefetch=2, token=None,
                  pin_memory=None, reconnect_s=120.0, connect_timeout_s=120.0, job=None):
@@ -152,6 +155,7 @@ class MinatoLoader:
         self._reconnect_s, self._connect_timeout_s = reconnect_s, connect_timeout_s
         self._consumed = ConsumedSet()
         self._steps = 0
+        self._epoch = 0  # the pass that iterating yields
         self._conn = None
         self._welcome = None
         self._welcomed = threading.Event()
@@ -170,23 +174,70 @@ class MinatoLoader:
     # ---- DataLoader-like surface -------------------------------------------------------------
 
     def __iter__(self):
+        """One epoch's batches, len(loader) of them: each pass over the loader is the next epoch
+        of the job's run, as with a DataLoader. A pass left early goes on where it stopped."""
         self._started = True
-        while not self._ended:
+        _, end = self._pass_bounds(self._epoch)
+        if self._epoch >= self.epochs:
+            _LOG.warning("rank %d: the job's run has %d epochs, all yielded; epoch %d is empty",
+                         self.rank, self.epochs, self._epoch)
+        while self._steps < end and not self._ended:
             batch = self._next_batch()
             if batch is None:
-                return
+                break
             yield batch
+        else:
+            if self._steps >= self.run_steps and not self._ended:
+                self._await_end()
+        if self._epoch < self.epochs:
+            self._epoch += 1
 
     def __len__(self):
-        """Steps of this rank in the whole run (known once connected)."""
-        w = self._welcome or self._connection_welcome()
+        """Steps of this rank in the epoch that iterating yields (known once connected): the
+        run's steps shared out over its epochs, so every rank has as many in each."""
+        start, end = self._pass_bounds(self._epoch)
+        return end - start
+
+    @property
+    def epochs(self):
+        """Epochs of the job's run: the passes over this loader that yield batches."""
+        return int(self._welcome_now().get("epochs", 1))
+
+    @property
+    def epoch(self):
+        """The epoch (from 0) that the next pass over the loader yields, or is yielding."""
+        return self._epoch
+
+    @property
+    def run_steps(self):
+        """Steps of this rank in the whole run."""
+        w = self._welcome_now()
         return -(-w["samples"] // w["batch"])
 
+    def _pass_bounds(self, epoch):
+        """The steps [start, end) of `epoch`'s pass: epoch k ends at step floor((k+1) T / E) of
+        the run's T, so that passes differ by one step at most."""
+        epochs, steps = self.epochs, self.run_steps
+        if epoch >= epochs:
+            return steps, steps
+        return epoch * steps // epochs, (epoch + 1) * steps // epochs
+
+    def _welcome_now(self):
+        return self._welcome or self._connection_welcome()
+
+    def _await_end(self):
+        """After the run's last step the job's end follows: taken, so that it is known to have
+        finished (its report is written) when the loader closes."""
+        if self._next_batch() is not None:
+            raise LoaderError(f"rank {self.rank}: the job served more than its run's "
+                              f"{self.run_steps} steps")
+
     def state_dict(self):
-        """What to save with the model: the samples of every batch yielded so far."""
+        """What to save with the model: the samples of every batch yielded so far, and the
+        epoch being yielded."""
         with self._lock:
             return {"version": PROTOCOL_VERSION, "rank": self.rank, "steps": self._steps,
-                    "consumed": self._consumed.to_wire()}
+                    "epoch": self._epoch, "consumed": self._consumed.to_wire()}
 
     def load_state_dict(self, state):
         """Resumes from a state_dict(): the job serves exactly the samples it does not name."""
@@ -197,10 +248,13 @@ class MinatoLoader:
         if state.get("rank") != self.rank:
             raise LoaderError(f"the state is rank {state.get('rank')}'s; this loader is rank {self.rank}")
         try:
-            self._consumed = ConsumedSet.from_wire(state["consumed"])
-        except (KeyError, ValueError) as err:
+            consumed = ConsumedSet.from_wire(state["consumed"])
+            steps, epoch = int(state.get("steps", 0)), int(state.get("epoch", 0))
+        except (KeyError, ValueError, TypeError) as err:
             raise LoaderError(f"bad loader state: {err}") from None
-        self._steps = int(state.get("steps", 0))
+        if steps < 0 or epoch < 0:
+            raise LoaderError(f"bad loader state: step {steps}, epoch {epoch}")
+        self._consumed, self._steps, self._epoch = consumed, steps, epoch
 
     def close(self):
         self.close_connection()

@@ -44,7 +44,8 @@ def test_should_serve_every_sample_once_over_tcp_across_a_lost_taskmanager(
     loader = MinatoLoader(f"127.0.0.1:{PORT}", rank=0, token="t0ken", connect_timeout_s=120,
                           reconnect_s=180)
     seen = []
-    for step, batch in enumerate(loader):
+    batches = (b for _ in range(60) for b in loader)  # a pass per epoch
+    for step, batch in enumerate(batches):
         seen += [tuple(s) for s in batch.samples.tolist()]
         time.sleep(0.01)
         if step == 60:

@@ -25,19 +25,34 @@ def ids(batch):
     return [tuple(s) for s in batch.samples.tolist()]
 
 
-def test_should_yield_every_sample_once_as_tensors_in_full_batches(dataset):
+def every_batch(loader):
+    """The rest of the run: a pass over the loader per epoch, as a training loop makes them."""
+    while loader.epoch < loader.epochs:
+        yield from loader
+
+
+def test_should_yield_one_epoch_a_pass_every_sample_once_as_tensors_in_full_batches(dataset):
     with launch(dataset, epochs=3, batch=4, patch=16, extra_args=["--eval-cases", "0"]) as loader:
-        seen, sizes = [], []
-        for batch in loader:
-            assert batch.image.dtype == torch.float32 and batch.image.shape[1:] == (1, 16, 16, 16)
-            assert batch.label.dtype == torch.uint8 and batch.label.shape == batch.image.shape
-            assert set(batch.paths) <= {"fast", "slow"}
-            assert int(batch.label.max()) <= 2
-            seen += ids(batch)
-            sizes.append(len(batch))
+        seen, sizes, passes = [], [], []
+        for epoch in range(3):
+            assert loader.epoch == epoch
+            steps = len(loader)
+            passes.append(0)
+            for batch in loader:
+                assert batch.image.dtype == torch.float32
+                assert batch.image.shape[1:] == (1, 16, 16, 16)
+                assert batch.label.dtype == torch.uint8 and batch.label.shape == batch.image.shape
+                assert set(batch.paths) <= {"fast", "slow"}
+                assert int(batch.label.max()) <= 2
+                seen += ids(batch)
+                sizes.append(len(batch))
+                passes[-1] += 1
+            assert passes[-1] == steps
+        assert list(loader) == []  # the run had 3 epochs
         assert loader._job.wait(60) == 0
     assert sorted(seen) == [(e, i) for e in range(3) for i in range(CASES)]
-    assert sizes[:-1] == [4] * (len(sizes) - 1) and len(sizes) == len(loader)
+    # 18 samples in batches of 4: 5 steps, shared out over 3 epochs.
+    assert sizes == [4, 4, 4, 4, 2] and passes == [1, 2, 2] and loader.run_steps == 5
 
 
 def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(dataset, tmp_path):
@@ -47,7 +62,7 @@ def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(data
     job = first._job
     first._job = None  # the job outlives this process's loader, as a restarted script finds it
     before, state = [], None
-    for step, batch in enumerate(first):
+    for step, batch in enumerate(every_batch(first)):
         before += ids(batch)
         if step == 2:
             state = first.state_dict()
@@ -58,7 +73,8 @@ def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(data
 
     second = MinatoLoader(run_dir=run, rank=0)
     second.load_state_dict(state)
-    after = [s for batch in second for s in ids(batch)]
+    assert second.epoch == 0  # the state was saved in the first epoch's pass of 3 steps
+    after = [s for batch in every_batch(second) for s in ids(batch)]
     second.close()
     assert job.wait(60) == 0
     job.close()
@@ -111,7 +127,7 @@ def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, t
     seen = []
     resumed = None
     try:
-        for step, batch in enumerate(loader):
+        for step, batch in enumerate(every_batch(loader)):
             seen += ids(batch)
             time.sleep(0.02)
             if step == 30:
@@ -147,7 +163,7 @@ def test_should_go_on_checkpointing_while_no_process_is_connected(dataset, tmp_p
     job = loader._job
     loader._job = None
     try:
-        it = iter(loader)
+        it = every_batch(loader)
         for _ in range(10):
             next(it)
         state = loader.state_dict()
@@ -162,6 +178,6 @@ def test_should_go_on_checkpointing_while_no_process_is_connected(dataset, tmp_p
         assert latest_checkpoint(run) >= before + 12
         back = MinatoLoader(run_dir=run, rank=0)
         back.load_state_dict(state)
-        assert sum(len(b) for b in back) == 200 * CASES - 20
+        assert sum(len(b) for b in every_batch(back)) == 200 * CASES - 20
     finally:
         job.close()

@@ -101,6 +101,8 @@ def test_should_stop_in_one_line_at_a_batch_message_it_cannot_read(changes, mess
     ({"version": 1, "rank": 1, "consumed": {}}, "the state is rank 1's; this loader is rank 0"),
     ({"version": 1, "rank": 0}, "bad loader state"),
     ({"version": 1, "rank": 0, "consumed": [3]}, "bad loader state"),
+    ({"version": 1, "rank": 0, "consumed": {}, "epoch": "two"}, "bad loader state"),
+    ({"version": 1, "rank": 0, "consumed": {}, "steps": -1}, "bad loader state: step -1"),
 ])
 def test_should_refuse_in_one_line_a_state_that_is_not_its_own(state, message):
     loader = MinatoLoader("127.0.0.1:9", rank=0)
@@ -193,15 +195,16 @@ def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tm
             json.dumps({"host": "127.0.0.1", "port": peer.port}))
 
     def first_job(hello, conn):  # sends everything, then fails
-        conn.sendall(WELCOME + b"".join(batch_of(every[k:k + 2], k // 2) for k in (0, 2, 4)))
+        conn.sendall(welcome + b"".join(batch_of(every[k:k + 2], k // 2) for k in (0, 2, 4)))
 
     def restored_job(hello, conn):  # serves what the hello does not name
         consumed = ConsumedSet.from_wire(hello["consumed"])
         rest = [s for s in every if s not in consumed]
-        conn.sendall(WELCOME + b"".join(batch_of(rest[k:k + 2], k // 2)
+        conn.sendall(welcome + b"".join(batch_of(rest[k:k + 2], k // 2)
                                         for k in range(0, len(rest), 2)))
         conn.sendall(frame({"type": "end"}))
 
+    welcome = frame({"type": "welcome", "samples": 6, "batch": 2, "slots": []})
     first = Recorder(first_job)
     point_at(first)
     loader = MinatoLoader(run_dir=str(run), rank=0, connect_timeout_s=5, reconnect_s=10,
@@ -227,3 +230,27 @@ def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tm
         first.close()
         if second is not None:
             second.close()
+
+
+def test_should_share_the_runs_steps_out_over_its_epochs_a_pass_each():
+    """Two steps over three epochs: passes of 0, 1 and 1 steps, every rank alike; a pass beyond
+    the run's epochs yields nothing, and the run's end is taken after its last step."""
+    welcome = frame({"type": "welcome", "samples": 4, "batch": 2, "epochs": 3, "slots": []})
+    peer = Recorder(lambda hello, conn: conn.sendall(
+        welcome + batch_of([(0, 0), (0, 1)], 0) + batch_of([(1, 0), (1, 1)], 1)
+        + frame({"type": "end"})))
+    loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5, pin_memory=False)
+    try:
+        assert (loader.epochs, loader.run_steps) == (3, 2)
+        passes = []
+        for epoch in range(4):
+            assert loader.epoch == epoch
+            steps = len(loader)
+            passes.append((steps, [b.samples.tolist() for b in loader]))
+        assert passes == [(0, []), (1, [[[0, 0], [0, 1]]]), (1, [[[1, 0], [1, 1]]]), (0, [])]
+        assert loader._ended
+        state = loader.state_dict()
+        assert (state["steps"], state["epoch"]) == (2, 3)
+    finally:
+        loader.close()
+        peer.close()

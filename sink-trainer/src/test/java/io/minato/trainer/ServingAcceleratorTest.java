@@ -54,7 +54,11 @@ class ServingAcceleratorTest {
         Batch first = batch(0, 0, 1);
         try (ServingAccelerator device = (ServingAccelerator) factory().create(0, 1)) {
             Client a = Client.connect(device.port(), 0, Map.of());
-            assertThat(a.welcome).containsEntry("type", "welcome").containsEntry("mode", "tcp");
+            assertThat(a.welcome)
+                    .containsEntry("type", "welcome")
+                    .containsEntry("mode", "tcp")
+                    .containsEntry("epochs", 2.0)
+                    .containsEntry("samples", 10.0);
             a.credit(2);
             device.train(first);
             Map<String, Object> got = a.batch();

@@ -370,6 +370,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             welcome.put("rank", rank);
             welcome.put("ranks", ranks);
             welcome.put("batch", config.batch);
+            welcome.put("epochs", config.epochs);
             welcome.put("samples", usable / ranks);
             welcome.put("consumed", consumed.size());
             welcome.put("replay", (long) replay.size());
