@@ -49,6 +49,7 @@ final class RunPlan {
             int epochs,
             int batch,
             double width,
+            String network,
             Optimizer optimizer,
             DeviceRequest devices,
             Workers workers,

@@ -45,6 +45,14 @@ public final class TrainCommand implements Callable<Integer> {
 
     @Mixin OptimizerOptions optimizer = new OptimizerOptions();
 
+    @Option(
+            names = "--network",
+            paramLabel = "NAME",
+            description =
+                    "The network to train: unet3d for kits19; cnn2d (the default) or resnet18"
+                            + " (torchvision's ResNet-18 layout) for images.")
+    String network;
+
     static final int DEFAULT_EPOCHS = 2;
 
     /** {@code --epochs}; null: the default, the demo's on the demo set. */
@@ -306,6 +314,17 @@ public final class TrainCommand implements Callable<Integer> {
                     spec.commandLine(),
                     "--metrics-port must be a port (0-65535), not " + metricsPort);
         }
+        List<String> networks = data.workload.networks();
+        if (network != null && !networks.contains(network)) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--network "
+                            + network
+                            + ": --workload "
+                            + data.workload.name()
+                            + " trains "
+                            + String.join(" or ", networks));
+        }
         DataSpec samples = data.spec();
         boolean demo = DemoSchedule.appliesTo(samples);
         return new RunPlan.Options(
@@ -314,6 +333,7 @@ public final class TrainCommand implements Callable<Integer> {
                 epochs != null ? epochs : demo ? DemoSchedule.EPOCHS : DEFAULT_EPOCHS,
                 batch.batch(),
                 model.width(),
+                network != null ? network : networks.get(0),
                 (lr, seed) ->
                         demo
                                 ? optimizer.settings(

@@ -57,7 +57,9 @@ final class TrainingRun {
         this.run = plan.runDir;
         RunPlan.Options o = options;
         TrainingSettings optimizer =
-                plan.optimizer == null ? null : plan.optimizer.withNetwork(set.network(o.width()));
+                plan.optimizer == null
+                        ? null
+                        : plan.optimizer.withNetwork(set.network(o.width(), o.network()));
         accelerator =
                 plan.serving != null
                         ? new ServingAccelerator.Factory(

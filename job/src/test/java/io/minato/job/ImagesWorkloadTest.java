@@ -90,6 +90,9 @@ class ImagesWorkloadTest {
                     (Map<String, Object>)
                             Json.parse(Files.readString(out.resolve(loader + ".json")));
             assertThat(r).containsEntry("workload", "images").containsEntry("loader", loader);
+            assertThat(r.get("optimizer"))
+                    .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+                    .containsEntry("network", "cnn2d");
             assertThat(r.get("dice")).isNull();
             assertThat(r.get("accuracy"))
                     .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
@@ -139,6 +142,23 @@ class ImagesWorkloadTest {
         }
     }
 
+    /** ResNet-18, asked for by name: it trains, is scored, and the report names it. */
+    @Test
+    void shouldTrainTheResNetWhenAskedFor() throws Exception {
+        MainTest.Run run = train("minato", "skip", "--network", "resnet18");
+        assertThat(run.status()).as(run.err()).isZero();
+        @SuppressWarnings("unchecked")
+        Map<String, Object> r =
+                (Map<String, Object>) Json.parse(Files.readString(out.resolve("minato.json")));
+        assertThat(r.get("optimizer"))
+                .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+                .containsEntry("network", "resnet18");
+        assertThat(r.get("accuracy"))
+                .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
+                .containsEntry("images", 3.0)
+                .containsKey("top1");
+    }
+
     @Test
     void shouldStopBeforeTrainingOnABrokenImageNamingIt() {
         MainTest.Run run = train("minato", "fail");
@@ -154,6 +174,11 @@ class ImagesWorkloadTest {
                 .contains("--tail is the kits19 bench knob");
         assertThat(refusedTraining("--cache-memory", "-1"))
                 .contains("--cache-memory must be >= 0, not -1");
+        assertThat(refusedTraining("--network", "unet3d"))
+                .contains("--network unet3d: --workload images trains cnn2d or resnet18");
+        MainTest.Run unet = MainTest.run("train", "--network", "resnet18", "--no-web-ui");
+        assertThat(unet.status()).isEqualTo(2);
+        assertThat(unet.err()).contains("--network resnet18: --workload kits19 trains unet3d");
         MainTest.Run profile =
                 MainTest.run("profile", "--workload", "images", "--data", data.toString());
         assertThat(profile.status()).isEqualTo(2);

@@ -164,6 +164,8 @@ final class ReportJson {
                                 + decimal(opt.decayFactor())
                                 + ", \"schedule\": "
                                 + DeviceSummary.Json.quote(schedule(opt))
+                                + ", \"network\": "
+                                + DeviceSummary.Json.quote(opt.network().modelName())
                                 + ", \"width\": "
                                 + DeviceSummary.Json.number(opt.width())
                                 + ", \"precision\": "

@@ -3,6 +3,7 @@ package io.minato.job.workload;
 import io.minato.data.BadInputException;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -33,6 +34,12 @@ public interface JobWorkload {
 
     /** As {@link #check}, for what its network needs when it trains for real (not simulated). */
     default void checkForNetwork(DataSpec data) {}
+
+    /**
+     * The {@code --network} values it trains, each a network's model name; the first is the
+     * default.
+     */
+    List<String> networks();
 
     /** The learning rate its network trains at when {@code --learning-rate} is not given. */
     float defaultLearningRate();

@@ -59,8 +59,11 @@ public interface TrainingSet {
     /** What the evaluation line calls a held-out sample: "case(s)", "image(s)". */
     String heldUnit();
 
-    /** The network that learns this set, of {@code width}. */
-    Network network(double width);
+    /**
+     * The network {@code name} (one of its workload's {@link JobWorkload#networks()}) of {@code
+     * width}, to learn this set.
+     */
+    Network network(double width, String name);
 
     /**
      * {@code outcome} with the score of the {@code trained} model on the held-out samples; progress

@@ -58,6 +58,11 @@ public record ImageClassifier(int classes, double width, Architecture architectu
         Architecture(String modelName) {
             this.modelName = modelName;
         }
+
+        /** The name its saved models, checkpoints and {@code train --network} go by. */
+        public String modelName() {
+            return modelName;
+        }
     }
 
     public ImageClassifier {

@@ -39,8 +39,13 @@ record ImageSet(ImageData.Images images) implements TrainingSet {
     }
 
     @Override
-    public Network network(double width) {
-        return new ImageClassifier(images.classes(), width);
+    public Network network(double width, String name) {
+        for (ImageClassifier.Architecture a : ImageClassifier.Architecture.values()) {
+            if (a.modelName().equals(name)) {
+                return new ImageClassifier(images.classes(), width, a);
+            }
+        }
+        throw new IllegalArgumentException("no image classifier named " + name);
     }
 
     @Override

@@ -7,6 +7,8 @@ import io.minato.job.workload.TrainingSet;
 import io.minato.workload.images.ImageClassifier;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 
 /** 2D classification of a class/image folder: torchvision's transforms, a small CNN, top-1. */
@@ -61,6 +63,13 @@ public final class ImagesWorkload implements JobWorkload {
                             + ImageClassifier.MIN_SIZE
                             + " pixels");
         }
+    }
+
+    @Override
+    public List<String> networks() {
+        return Arrays.stream(ImageClassifier.Architecture.values())
+                .map(ImageClassifier.Architecture::modelName)
+                .toList();
     }
 
     @Override

@@ -5,9 +5,11 @@ import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.TrainingSet;
 import io.minato.workload.kits19.TransformConfig;
+import io.minato.workload.kits19.Unet3dNetwork;
 import io.minato.workload.kits19.unet.Unet3d;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.util.List;
 import java.util.Optional;
 
 /** KiTS19-like 3D segmentation: .npy volume pairs, the MLPerf transforms, a 3D-UNet, Dice. */
@@ -51,6 +53,11 @@ public final class Kits19Workload implements JobWorkload {
                             + Unet3d.PATCH_DIVISOR
                             + " for the 3D-UNet");
         }
+    }
+
+    @Override
+    public List<String> networks() {
+        return List.of(Unet3dNetwork.MODEL_NAME);
     }
 
     @Override

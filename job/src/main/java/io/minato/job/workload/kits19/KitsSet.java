@@ -43,7 +43,10 @@ record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements
     }
 
     @Override
-    public Network network(double width) {
+    public Network network(double width, String name) {
+        if (!name.equals(Unet3dNetwork.MODEL_NAME)) {
+            throw new IllegalArgumentException("kits19 trains the 3D-UNet, not " + name);
+        }
         return new Unet3dNetwork(width);
     }
 
