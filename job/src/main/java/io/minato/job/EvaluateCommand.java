@@ -1,14 +1,10 @@
 package io.minato.job;
 
 import ai.djl.Device;
-import io.minato.job.report.RunReport;
-import io.minato.job.workload.kits19.Evaluation;
-import io.minato.job.workload.kits19.KitsData;
 import io.minato.trainer.gpu.DeviceRequest;
 import io.minato.trainer.gpu.DeviceSpec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -18,12 +14,16 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** Evaluates a saved 3D-UNet on the held-out cases of a dataset and prints its Dice. */
+/**
+ * Scores a saved model on the held-out samples of a dataset: a 3D-UNet's Dice, an image
+ * classifier's top-1 accuracy.
+ */
 @Command(
         name = "evaluate",
         mixinStandardHelpOptions = true,
         description =
-                "Dice of a saved model (a run's model-device-0 folder) on the held-out cases.")
+                "Score of a saved model (a run's model-device-0 folder) on the held-out samples:"
+                        + " Dice for kits19, top-1 accuracy for images.")
 public final class EvaluateCommand implements Callable<Integer> {
 
     @Mixin DataOptions data = new DataOptions();
@@ -32,7 +32,9 @@ public final class EvaluateCommand implements Callable<Integer> {
             names = "--model",
             paramLabel = "DIR",
             required = true,
-            description = "Folder holding unet3d-0000.params.")
+            description =
+                    "Folder holding the saved parameters: unet3d-0000.params (kits19),"
+                            + " cnn2d-0000.params or resnet18-0000.params (images).")
     Path model;
 
     @Mixin ModelOptions network = new ModelOptions();
@@ -66,28 +68,13 @@ public final class EvaluateCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        KitsData.Cases cases = KitsData.cases(data.spec(), err);
-        if (cases.held().isEmpty()) {
-            throw new ParameterException(
-                    spec.commandLine(), "no held-out cases: give --eval-cases N (N >= 1)");
+        String score;
+        try {
+            score = data.workload.evaluate(model, network.width(), data.spec(), on, err);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        RunReport.Dice d =
-                Evaluation.evaluate(
-                        model,
-                        network.width(),
-                        data.patchEdge(),
-                        cases.held(),
-                        on,
-                        Evaluation.CaseDone.printingTo(err));
-        out.printf(
-                Locale.ROOT,
-                "Dice %.3f (kidney %.3f, tumour %.3f) on %d held-out case(s) of %s, on %s%n",
-                d.mean(),
-                d.kidney(),
-                d.tumor(),
-                d.cases(),
-                cases.dir(),
-                on.isGpu() ? "gpu" + on.getDeviceId() : "cpu");
+        out.println(score + ", on " + (on.isGpu() ? "gpu" + on.getDeviceId() : "cpu"));
         out.flush();
         return 0;
     }

@@ -142,9 +142,12 @@ class ImagesWorkloadTest {
         }
     }
 
-    /** ResNet-18, asked for by name: it trains, is scored, and the report names it. */
+    /**
+     * ResNet-18, asked for by name: it trains, the report names it, and {@code evaluate} scores the
+     * saved model as the run did, knowing the network from the folder.
+     */
     @Test
-    void shouldTrainTheResNetWhenAskedFor() throws Exception {
+    void shouldTrainTheResNetWhenAskedForAndEvaluateItAgain() throws Exception {
         MainTest.Run run = train("minato", "skip", "--network", "resnet18");
         assertThat(run.status()).as(run.err()).isZero();
         @SuppressWarnings("unchecked")
@@ -153,10 +156,60 @@ class ImagesWorkloadTest {
         assertThat(r.get("optimizer"))
                 .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
                 .containsEntry("network", "resnet18");
-        assertThat(r.get("accuracy"))
-                .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.MAP)
-                .containsEntry("images", 3.0)
-                .containsKey("top1");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> accuracy = (Map<String, Object>) r.get("accuracy");
+        assertThat(accuracy).containsEntry("images", 3.0).containsKey("top1");
+
+        Path model = out.resolve("run-minato").resolve("model-device-0");
+        MainTest.Run broken = evaluate(model, "--eval-cases", "3");
+        assertThat(broken.status()).isEqualTo(3);
+        assertThat(broken.err().strip())
+                .isEqualTo(
+                        "error: "
+                                + data.resolve("class_00/broken.jpg")
+                                + ": not an image ImageIO can read");
+        MainTest.Run again = evaluate(model, "--eval-cases", "3", "--on-bad-sample", "skip");
+        assertThat(again.status()).as(again.err()).isZero();
+        assertThat(again.out().strip())
+                .isEqualTo(
+                        String.format(
+                                java.util.Locale.ROOT,
+                                "top-1 accuracy %.3f (resnet18) on 3 held-out image(s) of %s, on"
+                                        + " cpu",
+                                (Double) accuracy.get("top1"),
+                                data));
+
+        MainTest.Run none = evaluate(model, "--eval-cases", "0", "--on-bad-sample", "skip");
+        assertThat(none.status()).isEqualTo(2);
+        assertThat(none.err()).contains("no held-out images: give --eval-cases N (N >= 1)");
+        MainTest.Run empty = evaluate(out, "--eval-cases", "3", "--on-bad-sample", "skip");
+        assertThat(empty.status()).isNotZero();
+        assertThat(empty.err().strip().lines())
+                .singleElement(org.assertj.core.api.InstanceOfAssertFactories.STRING)
+                .contains(
+                        out
+                                + ": no saved image classifier in this folder"
+                                + " (cnn2d-0000.params or resnet18-0000.params)");
+    }
+
+    /** {@code evaluate --workload images} of the model in {@code model} on the generated images. */
+    private static MainTest.Run evaluate(Path model, String... more) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of(
+                                "evaluate",
+                                "--workload",
+                                "images",
+                                "--data",
+                                data.toString(),
+                                "--patch",
+                                "16",
+                                "--devices",
+                                "cpu",
+                                "--model",
+                                model.toString()));
+        args.addAll(List.of(more));
+        return MainTest.run(args.toArray(String[]::new));
     }
 
     @Test

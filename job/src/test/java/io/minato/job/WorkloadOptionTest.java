@@ -62,9 +62,7 @@ class WorkloadOptionTest {
     void shouldRefuseProfileAndEvaluateInTheWorkloadsOwnLine() {
         refusals(List.of("profile"), JobWorkload::refusesProfile);
         refusals(List.of("evaluate", "--model", "/nonexistent"), JobWorkload::refusesEvaluate);
-        assertThat(Workloads.named("images").refusesEvaluate())
-                .hasValueSatisfying(
-                        r -> assertThat(r).startsWith("evaluate scores a saved 3D-UNet"));
+        assertThat(Workloads.named("images").refusesEvaluate()).isEmpty();
     }
 
     /** Every workload that refuses {@code command} is refused with its line, before any data. */

@@ -1,8 +1,10 @@
 package io.minato.job.workload;
 
+import ai.djl.Device;
 import io.minato.data.BadInputException;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 
@@ -56,12 +58,22 @@ public interface JobWorkload {
                 "profile breaks down the kits19 transforms only, not --workload " + name());
     }
 
-    /**
-     * Why {@code evaluate} does not run on it, in one line; empty where it does. The command scores
-     * a saved 3D-UNet.
-     */
+    /** Why {@code evaluate} does not run on it, in one line; empty where it does. */
     default Optional<String> refusesEvaluate() {
-        return Optional.of(
-                "evaluate scores a saved 3D-UNet (kits19), not a --workload " + name() + " model");
+        return Optional.of("evaluate does not score a --workload " + name() + " model");
+    }
+
+    /**
+     * Scores the model a run saved in {@code model} (its {@code model-device-0} folder), trained at
+     * {@code width}, on the samples {@code data} holds out, on {@code device}: what {@code
+     * evaluate} prints, one line without the device. Progress lines go to {@code err}. Called only
+     * where {@link #refusesEvaluate()} is empty.
+     *
+     * @throws IllegalArgumentException a usage problem, in one line (no held-out samples)
+     * @throws BadInputException no such model there, or bad data
+     */
+    default String evaluate(Path model, double width, DataSpec data, Device device, PrintWriter err)
+            throws IOException, BadInputException {
+        throw new IllegalStateException(refusesEvaluate().orElse("evaluate is not implemented"));
     }
 }

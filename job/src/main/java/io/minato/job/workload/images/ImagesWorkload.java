@@ -1,14 +1,19 @@
 package io.minato.job.workload.images;
 
+import ai.djl.Device;
 import io.minato.data.BadInputException;
+import io.minato.job.report.RunReport;
 import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.TrainingSet;
 import io.minato.workload.images.ImageClassifier;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 
 /** 2D classification of a class/image folder: torchvision's transforms, a small CNN, top-1. */
@@ -91,8 +96,45 @@ public final class ImagesWorkload implements JobWorkload {
 
     @Override
     public Optional<String> refusesEvaluate() {
-        return Optional.of(
-                "evaluate scores a saved 3D-UNet (kits19); a train run with --workload images"
-                        + " reports its held-out accuracy itself");
+        return Optional.empty();
+    }
+
+    /**
+     * Top-1 accuracy; the network is the one whose saved parameters the folder holds, looked for
+     * before the images are read.
+     */
+    @Override
+    public String evaluate(Path model, double width, DataSpec data, Device device, PrintWriter err)
+            throws IOException, BadInputException {
+        ImageClassifier.Architecture saved = null;
+        for (ImageClassifier.Architecture a : ImageClassifier.Architecture.values()) {
+            if (saved == null
+                    && Files.isRegularFile(model.resolve(a.modelName() + "-0000.params"))) {
+                saved = a;
+            }
+        }
+        if (saved == null) {
+            throw new BadInputException(
+                    model,
+                    "no saved image classifier in this folder ("
+                            + String.join(
+                                    " or ",
+                                    networks().stream().map(n -> n + "-0000.params").toList())
+                            + ")");
+        }
+        ImageData.Images images = ImageData.images(data, err);
+        if (images.held().isEmpty()) {
+            throw new IllegalArgumentException("no held-out images: give --eval-cases N (N >= 1)");
+        }
+        RunReport.Accuracy accuracy =
+                ImageData.accuracy(
+                        model, images, new ImageClassifier(images.classes(), width, saved), device);
+        return String.format(
+                Locale.ROOT,
+                "top-1 accuracy %.3f (%s) on %d held-out image(s) of %s",
+                accuracy.top1(),
+                saved.modelName(),
+                accuracy.images(),
+                images.dir());
     }
 }

@@ -1,6 +1,8 @@
 package io.minato.job.workload.kits19;
 
+import ai.djl.Device;
 import io.minato.data.BadInputException;
+import io.minato.job.report.RunReport;
 import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.TrainingSet;
@@ -9,7 +11,9 @@ import io.minato.workload.kits19.Unet3dNetwork;
 import io.minato.workload.kits19.unet.Unet3d;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 
 /** KiTS19-like 3D segmentation: .npy volume pairs, the MLPerf transforms, a 3D-UNet, Dice. */
@@ -78,5 +82,30 @@ public final class Kits19Workload implements JobWorkload {
     @Override
     public Optional<String> refusesEvaluate() {
         return Optional.empty();
+    }
+
+    @Override
+    public String evaluate(Path model, double width, DataSpec data, Device device, PrintWriter err)
+            throws IOException, BadInputException {
+        KitsData.Cases cases = KitsData.cases(data, err);
+        if (cases.held().isEmpty()) {
+            throw new IllegalArgumentException("no held-out cases: give --eval-cases N (N >= 1)");
+        }
+        RunReport.Dice d =
+                Evaluation.evaluate(
+                        model,
+                        width,
+                        data.patchEdge(),
+                        cases.held(),
+                        device,
+                        Evaluation.CaseDone.printingTo(err));
+        return String.format(
+                Locale.ROOT,
+                "Dice %.3f (kidney %.3f, tumour %.3f) on %d held-out case(s) of %s",
+                d.mean(),
+                d.kidney(),
+                d.tumor(),
+                d.cases(),
+                cases.dir());
     }
 }
