@@ -215,12 +215,14 @@ class MinatoLoader:
         return -(-w["samples"] // w["batch"])
 
     def _pass_bounds(self, epoch):
-        """The steps [start, end) of `epoch`'s pass: epoch k ends at step floor((k+1) T / E) of
-        the run's T, so that passes differ by one step at most."""
+        """The steps [start, end) of `epoch`'s pass: epoch k ends at step ceil((k+1) T / E) of
+        the run's T. Passes differ by one step at most, and the first ones take the extra steps:
+        epochs x len(loader) asked before the first pass is never less than the run's steps, so a
+        schedule sized by it (OneCycleLR's total_steps) is not stepped past its end."""
         epochs, steps = self.epochs, self.run_steps
         if epoch >= epochs:
             return steps, steps
-        return epoch * steps // epochs, (epoch + 1) * steps // epochs
+        return -(-epoch * steps // epochs), -(-(epoch + 1) * steps // epochs)
 
     def _welcome_now(self):
         return self._welcome or self._connection_welcome()

@@ -233,8 +233,9 @@ def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tm
 
 
 def test_should_share_the_runs_steps_out_over_its_epochs_a_pass_each():
-    """Two steps over three epochs: passes of 0, 1 and 1 steps, every rank alike; a pass beyond
-    the run's epochs yields nothing, and the run's end is taken after its last step."""
+    """Two steps over three epochs: passes of 1, 1 and 0 steps, every rank alike (the first
+    epochs take the extra steps); a pass beyond the run's epochs yields nothing, and the run's
+    end is taken after its last step."""
     welcome = frame({"type": "welcome", "samples": 4, "batch": 2, "epochs": 3, "slots": []})
     peer = Recorder(lambda hello, conn: conn.sendall(
         welcome + batch_of([(0, 0), (0, 1)], 0) + batch_of([(1, 0), (1, 1)], 1)
@@ -247,7 +248,7 @@ def test_should_share_the_runs_steps_out_over_its_epochs_a_pass_each():
             assert loader.epoch == epoch
             steps = len(loader)
             passes.append((steps, [b.samples.tolist() for b in loader]))
-        assert passes == [(0, []), (1, [[[0, 0], [0, 1]]]), (1, [[[1, 0], [1, 1]]]), (0, [])]
+        assert passes == [(1, [[[0, 0], [0, 1]]]), (1, [[[1, 0], [1, 1]]]), (0, []), (0, [])]
         assert loader._ended
         state = loader.state_dict()
         assert (state["steps"], state["epoch"]) == (2, 3)
