@@ -255,3 +255,32 @@ def test_should_share_the_runs_steps_out_over_its_epochs_a_pass_each():
     finally:
         loader.close()
         peer.close()
+
+
+def test_should_never_step_a_schedule_sized_by_len_past_its_end():
+    """A OneCycleLR of epochs x len(loader) steps, asked before the first pass, steps once a
+    batch through five steps over three epochs: it raises if stepped past its total."""
+    import torch
+
+    welcome = frame({"type": "welcome", "samples": 10, "batch": 2, "epochs": 3, "slots": []})
+    served = [(0, i) for i in range(6)] + [(1, i) for i in range(4)]
+    peer = Recorder(lambda hello, conn: conn.sendall(
+        welcome + b"".join(batch_of(served[k:k + 2], k // 2) for k in range(0, 10, 2))
+        + frame({"type": "end"})))
+    loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5, pin_memory=False)
+    try:
+        weight = torch.nn.Parameter(torch.zeros(1))
+        opt = torch.optim.SGD([weight], lr=0.1)
+        sched = torch.optim.lr_scheduler.OneCycleLR(
+            opt, max_lr=0.1, total_steps=loader.epochs * len(loader))
+        steps = []
+        for epoch in range(loader.epochs):
+            steps.append(0)
+            for _ in loader:
+                opt.step()
+                sched.step()
+                steps[-1] += 1
+        assert steps == [2, 2, 1]
+    finally:
+        loader.close()
+        peer.close()
