@@ -62,41 +62,38 @@ final class DeviceSgd {
             NDArray overflowed,
             NDManager scope) {
         // In-place writes to parameters are not part of any graph.
-        NoGrad.run(() -> step(weights, gradients, velocity, learningRate, overflowed, scope));
-    }
-
-    private void step(
-            NDArray[] weights,
-            NDArray[] gradients,
-            NDArray[] velocity,
-            float learningRate,
-            NDArray overflowed,
-            NDManager scope) {
-        // Filled on the device: a number copied from the host would wait for the queued step.
-        NDArray lr = scope.full(new Shape(), learningRate, DataType.FLOAT32);
-        NDArray m = momentum;
-        NDArray wd = weightDecay;
-        if (overflowed != null) {
-            NDArray skipped = temporary(overflowed.toType(DataType.FLOAT32, false), scope);
-            NDArray kept = temporary(skipped.neg().addi(one), scope);
-            lr = temporary(lr.mul(kept), scope);
-            m = temporary(momentum.mul(kept).addi(skipped), scope); // 1 where skipped
-            wd = wd == null ? null : temporary(wd.mul(kept), scope);
-            for (int i = 0; i < gradients.length; i++) {
-                gradients[i] = temporary(NDArrays.where(overflowed, zero, gradients[i]), scope);
-            }
-        }
-        for (int i = 0; i < weights.length; i++) {
-            NDArray w = weights[i];
-            NDArray g = gradients[i];
-            NDArray v = velocity[i];
-            if (wd != null) {
-                g.addi(temporary(w.mul(wd), scope));
-            }
-            v.muli(m).addi(g);
-            NDArray direction = nesterov ? g.addi(temporary(v.mul(m), scope)) : v;
-            w.subi(temporary(direction.mul(lr), scope));
-        }
+        NoGrad.run(
+                () -> {
+                    // Filled on the device: a number copied from the host would wait for the
+                    // queued step.
+                    NDArray lr = scope.full(new Shape(), learningRate, DataType.FLOAT32);
+                    NDArray m = momentum;
+                    NDArray wd = weightDecay;
+                    if (overflowed != null) {
+                        NDArray skipped =
+                                temporary(overflowed.toType(DataType.FLOAT32, false), scope);
+                        NDArray kept = temporary(skipped.neg().addi(one), scope);
+                        lr = temporary(lr.mul(kept), scope);
+                        m = temporary(momentum.mul(kept).addi(skipped), scope); // 1 where skipped
+                        wd = wd == null ? null : temporary(wd.mul(kept), scope);
+                        for (int i = 0; i < gradients.length; i++) {
+                            gradients[i] =
+                                    temporary(
+                                            NDArrays.where(overflowed, zero, gradients[i]), scope);
+                        }
+                    }
+                    for (int i = 0; i < weights.length; i++) {
+                        NDArray w = weights[i];
+                        NDArray g = gradients[i];
+                        NDArray v = velocity[i];
+                        if (wd != null) {
+                            g.addi(temporary(w.mul(wd), scope));
+                        }
+                        v.muli(m).addi(g);
+                        NDArray direction = nesterov ? g.addi(temporary(v.mul(m), scope)) : v;
+                        w.subi(temporary(direction.mul(lr), scope));
+                    }
+                });
     }
 
     /** A result array, freed with the step's scope rather than with its operand's owner. */

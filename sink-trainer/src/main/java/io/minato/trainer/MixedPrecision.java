@@ -123,11 +123,6 @@ final class MixedPrecision {
         return momentumViews;
     }
 
-    /** Values of the gradient: one flat vector over all parameters. */
-    long gradientLength() {
-        return masters.size();
-    }
-
     /** What the blocks take their parameters from: the copies that compute. */
     ParameterStore store() {
         return store;

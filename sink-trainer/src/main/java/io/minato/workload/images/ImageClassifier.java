@@ -63,6 +63,16 @@ public record ImageClassifier(int classes, double width, Architecture architectu
         public String modelName() {
             return modelName;
         }
+
+        /** The architecture whose {@link #modelName()} is {@code name}. */
+        public static Architecture named(String name) {
+            for (Architecture a : values()) {
+                if (a.modelName.equals(name)) {
+                    return a;
+                }
+            }
+            throw new IllegalArgumentException("no image classifier named " + name);
+        }
     }
 
     public ImageClassifier {

@@ -40,12 +40,8 @@ record ImageSet(ImageData.Images images) implements TrainingSet {
 
     @Override
     public Network network(double width, String name) {
-        for (ImageClassifier.Architecture a : ImageClassifier.Architecture.values()) {
-            if (a.modelName().equals(name)) {
-                return new ImageClassifier(images.classes(), width, a);
-            }
-        }
-        throw new IllegalArgumentException("no image classifier named " + name);
+        return new ImageClassifier(
+                images.classes(), width, ImageClassifier.Architecture.named(name));
     }
 
     @Override

@@ -106,34 +106,37 @@ public final class ImagesWorkload implements JobWorkload {
     @Override
     public String evaluate(Path model, double width, DataSpec data, Device device, PrintWriter err)
             throws IOException, BadInputException {
-        ImageClassifier.Architecture saved = null;
-        for (ImageClassifier.Architecture a : ImageClassifier.Architecture.values()) {
-            if (saved == null
-                    && Files.isRegularFile(model.resolve(a.modelName() + "-0000.params"))) {
-                saved = a;
-            }
+        List<String> files = networks().stream().map(n -> n + "-0000.params").toList();
+        int saved = 0;
+        while (saved < files.size() && !Files.isRegularFile(model.resolve(files.get(saved)))) {
+            saved++;
         }
-        if (saved == null) {
+        if (saved == files.size()) {
             throw new BadInputException(
                     model,
                     "no saved image classifier in this folder ("
-                            + String.join(
-                                    " or ",
-                                    networks().stream().map(n -> n + "-0000.params").toList())
+                            + String.join(" or ", files)
                             + ")");
         }
+        String network = networks().get(saved);
         ImageData.Images images = ImageData.images(data, err);
         if (images.held().isEmpty()) {
             throw new IllegalArgumentException("no held-out images: give --eval-cases N (N >= 1)");
         }
         RunReport.Accuracy accuracy =
                 ImageData.accuracy(
-                        model, images, new ImageClassifier(images.classes(), width, saved), device);
+                        model,
+                        images,
+                        new ImageClassifier(
+                                images.classes(),
+                                width,
+                                ImageClassifier.Architecture.named(network)),
+                        device);
         return String.format(
                 Locale.ROOT,
                 "top-1 accuracy %.3f (%s) on %d held-out image(s) of %s",
                 accuracy.top1(),
-                saved.modelName(),
+                network,
                 accuracy.images(),
                 images.dir());
     }
