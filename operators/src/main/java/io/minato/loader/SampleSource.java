@@ -7,6 +7,7 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
@@ -161,8 +162,10 @@ public final class SampleSource {
      * after its restore, 4 of 960 runs of that test alone). So each reader, when it starts, reports
      * the shares its restored state holds (being read, or read to their end), and says when it has
      * read one to its end; this enumerator checkpoints the shares read to their end, for readers
-     * whose tasks had finished and so restore nothing. A share of a reader that is neither held by
-     * it nor read to its end is handed to it (again) when it asks.
+     * whose tasks had finished and so restore nothing; it keeps them by checkpoint too, since Flink
+     * restarts failed readers from the last completed checkpoint and keeps the enumerator as it is.
+     * A share of a reader that is neither held by it nor read to its end (as of the checkpoint the
+     * reader restarted from) is handed to it (again) when it asks.
      */
     static final class OwnShares
             implements SplitEnumerator<NumberSequenceSplit, Collection<NumberSequenceSplit>> {
@@ -175,6 +178,11 @@ public final class SampleSource {
         private final List<NumberSequenceSplit> all;
         private final Set<String> done; // read to their end
         private final Set<String> out = new HashSet<>(); // handed out in its reader's attempt
+        // The shares read to their end in each checkpoint taken, and in the last one completed:
+        // what a reader restarted from that checkpoint had read (Flink restarts the readers
+        // alone, from the last completed checkpoint, and keeps this enumerator as it is).
+        private final TreeMap<Long, Set<String>> doneAt = new TreeMap<>();
+        private Set<String> committed;
 
         OwnShares(
                 SplitEnumeratorContext<NumberSequenceSplit> context,
@@ -183,6 +191,7 @@ public final class SampleSource {
             this.context = context;
             this.all = all;
             this.done = new HashSet<>(done);
+            this.committed = Set.copyOf(done);
         }
 
         /** The checkpoint entry of a share read to its end. */
@@ -234,13 +243,34 @@ public final class SampleSource {
             shares.forEach(share -> out.remove(share.splitId()));
         }
 
+        /**
+         * A reader (again) registered: restarted from the last completed checkpoint, it has read to
+         * their end the shares it had then, and holds nothing handed out to the attempt before it.
+         */
         @Override
         public void addReader(int reader) {
             out.removeIf(id -> owner(id) == reader);
+            done.removeIf(id -> owner(id) == reader && !committed.contains(id));
+            committed.stream().filter(id -> owner(id) == reader).forEach(done::add);
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) {
+            Set<String> then = doneAt.get(checkpointId);
+            if (then != null) {
+                committed = then;
+                doneAt.headMap(checkpointId, true).clear();
+            }
+        }
+
+        @Override
+        public void notifyCheckpointAborted(long checkpointId) {
+            doneAt.remove(checkpointId);
         }
 
         @Override
         public Collection<NumberSequenceSplit> snapshotState(long checkpointId) {
+            doneAt.put(checkpointId, Set.copyOf(done));
             List<NumberSequenceSplit> checkpoint = new ArrayList<>(done.size() + 1);
             checkpoint.add(new NumberSequenceSplit(FORMAT, 0, 0));
             new TreeSet<>(done).forEach(id -> checkpoint.add(readToEnd(id)));

@@ -242,6 +242,53 @@ class SampleSourceTest {
     }
 
     /**
+     * Flink restarts failed readers from the last completed checkpoint and keeps the enumerator as
+     * it is. A share read to its end after that checkpoint (or with none completed) is read again
+     * by the restarted reader; one read to its end before it, by a reader whose task had then
+     * finished and restores nothing, is not.
+     */
+    @ParameterizedTest(name = "checkpoint completed after the share was read: {0}")
+    @ValueSource(booleans = {false, true})
+    void shouldHandARestartedReaderWhatItHadNotReadAtItsCheckpoint(boolean completedAfter)
+            throws Exception {
+        SampleSource.ShareSource source = source();
+        try (MockSplitEnumeratorContext<NumberSequenceSplit> context =
+                        new MockSplitEnumeratorContext<>(2);
+                var enumerator = source.createEnumerator(context)) {
+            enumerator.addReader(0);
+            Attempt first = new Attempt(source, List.of());
+            first.reader.start();
+            first.deliverTo(enumerator);
+            enumerator.snapshotState(1);
+            enumerator.notifyCheckpointComplete(1); // before it has the share
+            first.reader.addSplits(lastAssigned(context, 0));
+            first.readAll();
+            first.deliverTo(enumerator); // read to its end; asks for more
+            assertThat(context.hasNoMoreSplits(0)).isTrue();
+            if (completedAfter) {
+                enumerator.snapshotState(2);
+                enumerator.notifyCheckpointComplete(2);
+            }
+            int before = assigned(context, 0).size();
+
+            // Restarted from the last completed checkpoint: a reader restores nothing either way
+            // (it had nothing at checkpoint 1; its task had finished by checkpoint 2).
+            Attempt second = new Attempt(source, List.of());
+            enumerator.addReader(0);
+            second.reader.start();
+            second.deliverTo(enumerator);
+            if (completedAfter) {
+                assertThat(assigned(context, 0)).hasSize(before);
+            } else {
+                assertThat(assigned(context, 0)).hasSize(before + 1);
+                second.reader.addSplits(lastAssigned(context, 0));
+                second.readAll();
+                assertThat(second.read).containsExactly(0L, 1L, 2L, 3L, 4L);
+            }
+        }
+    }
+
+    /**
      * A checkpoint of the build before, which listed the shares not yet handed out: every other
      * share counts as read, unless its reader restored it.
      */
