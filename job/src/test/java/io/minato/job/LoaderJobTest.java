@@ -498,7 +498,7 @@ class LoaderJobTest {
             assertThat(f[2]).isNotEqualTo("class_00/bad.png");
             assertThat(pairs.add(f[0] + "," + f[1])).as("delivered twice: %s", line).isTrue();
         }
-        assertThat(pairs).hasSize(epochs * (folder.size() - 1));
+        assertThat(pairs).as(this::traceFilesSeen).hasSize(epochs * (folder.size() - 1));
     }
 
     /**
