@@ -10,7 +10,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
 import org.apache.flink.api.common.accumulators.LongMinimum;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.OpenContext;
@@ -24,6 +23,7 @@ import org.apache.flink.api.connector.source.SplitEnumerator;
 import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource.NumberSequenceSplit;
+import org.apache.flink.api.connector.source.lib.util.IteratorSourceReader;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.io.InputStatus;
 import org.apache.flink.metrics.groups.SourceReaderMetricGroup;
@@ -112,11 +112,7 @@ public final class SampleSource {
 
         @Override
         public SourceReader<Long, NumberSequenceSplit> createReader(SourceReaderContext context) {
-            return new ShareReader(context, this::numbersReader);
-        }
-
-        private SourceReader<Long, NumberSequenceSplit> numbersReader(SourceReaderContext context) {
-            return super.createReader(context);
+            return new ShareReader(context);
         }
 
         @Override
@@ -134,16 +130,17 @@ public final class SampleSource {
                 restoreEnumerator(
                         SplitEnumeratorContext<NumberSequenceSplit> context,
                         Collection<NumberSequenceSplit> checkpoint) {
+            List<NumberSequenceSplit> all = shares();
             Set<String> listed = new HashSet<>();
             checkpoint.forEach(share -> listed.add(share.splitId()));
             Set<String> done = new HashSet<>();
             if (listed.remove(OwnShares.FORMAT)) {
                 listed.forEach(id -> done.add(OwnShares.shareOf(id)));
             } else {
-                shares().forEach(share -> done.add(share.splitId()));
+                all.forEach(share -> done.add(share.splitId()));
                 done.removeAll(listed);
             }
-            return new OwnShares(context, shares(), done);
+            return new OwnShares(context, all, done);
         }
     }
 
@@ -226,9 +223,8 @@ public final class SampleSource {
         @Override
         public void handleSourceEvent(int reader, SourceEvent event) {
             if (event instanceof Restored restored) {
-                // A new attempt of the reader: it holds what it restored, and nothing handed out
-                // to the attempt before it.
-                out.removeIf(id -> owner(id) == reader);
+                // A new attempt of the reader (addReader forgot what the one before it was handed
+                // out): it holds what it restored.
                 done.removeAll(restored.reading());
                 out.addAll(restored.reading());
                 done.addAll(restored.readToEnd());
@@ -301,18 +297,14 @@ public final class SampleSource {
         private final SourceReader<Long, NumberSequenceSplit> numbers;
         private final Set<String> reading = new TreeSet<>(); // given to numbers, not read to end
         private final Set<String> readToEnd = new TreeSet<>();
-        private boolean started;
 
-        ShareReader(
-                SourceReaderContext context,
-                Function<SourceReaderContext, SourceReader<Long, NumberSequenceSplit>> numbers) {
+        ShareReader(SourceReaderContext context) {
             this.context = context;
-            this.numbers = numbers.apply(new AskingAfterTheEnd(context));
+            this.numbers = new IteratorSourceReader<>(new AskingAfterTheEnd());
         }
 
         @Override
         public void start() {
-            started = true;
             context.sendSourceEventToCoordinator(
                     new Restored(List.copyOf(reading), List.copyOf(readToEnd)));
             numbers.start();
@@ -365,15 +357,11 @@ public final class SampleSource {
         }
 
         /**
-         * The context Flink's reader gets: it asks for a split only once it has read every one it
-         * was given, so the shares being read are then read to their end, which the enumerator
-         * hears first.
+         * The context Flink's reader gets, passing every call on: it asks for a split only once it
+         * has read every one it was given, so the shares being read are then read to their end,
+         * which the enumerator hears first.
          */
-        private final class AskingAfterTheEnd extends ForwardingReaderContext {
-            AskingAfterTheEnd(SourceReaderContext context) {
-                super(context);
-            }
-
+        private final class AskingAfterTheEnd implements SourceReaderContext {
             @Override
             public void sendSplitRequest() {
                 if (!reading.isEmpty()) {
@@ -381,62 +369,48 @@ public final class SampleSource {
                     readToEnd.addAll(reading);
                     reading.clear();
                 }
-                super.sendSplitRequest();
+                context.sendSplitRequest();
             }
-        }
-    }
 
-    /** A reader's context that passes every call on. */
-    private static class ForwardingReaderContext implements SourceReaderContext {
-        private final SourceReaderContext context;
+            @Override
+            public SourceReaderMetricGroup metricGroup() {
+                return context.metricGroup();
+            }
 
-        ForwardingReaderContext(SourceReaderContext context) {
-            this.context = context;
-        }
+            @Override
+            public Configuration getConfiguration() {
+                return context.getConfiguration();
+            }
 
-        @Override
-        public SourceReaderMetricGroup metricGroup() {
-            return context.metricGroup();
-        }
+            @Override
+            public String getLocalHostName() {
+                return context.getLocalHostName();
+            }
 
-        @Override
-        public Configuration getConfiguration() {
-            return context.getConfiguration();
-        }
+            @Override
+            public int getIndexOfSubtask() {
+                return context.getIndexOfSubtask();
+            }
 
-        @Override
-        public String getLocalHostName() {
-            return context.getLocalHostName();
-        }
+            @Override
+            public void sendSourceEventToCoordinator(SourceEvent event) {
+                context.sendSourceEventToCoordinator(event);
+            }
 
-        @Override
-        public int getIndexOfSubtask() {
-            return context.getIndexOfSubtask();
-        }
+            @Override
+            public UserCodeClassLoader getUserCodeClassLoader() {
+                return context.getUserCodeClassLoader();
+            }
 
-        @Override
-        public void sendSplitRequest() {
-            context.sendSplitRequest();
-        }
+            @Override
+            public int currentParallelism() {
+                return context.currentParallelism();
+            }
 
-        @Override
-        public void sendSourceEventToCoordinator(SourceEvent event) {
-            context.sendSourceEventToCoordinator(event);
-        }
-
-        @Override
-        public UserCodeClassLoader getUserCodeClassLoader() {
-            return context.getUserCodeClassLoader();
-        }
-
-        @Override
-        public int currentParallelism() {
-            return context.currentParallelism();
-        }
-
-        @Override
-        public void emitWatermark(Watermark watermark) {
-            context.emitWatermark(watermark);
+            @Override
+            public void emitWatermark(Watermark watermark) {
+                context.emitWatermark(watermark);
+            }
         }
     }
 

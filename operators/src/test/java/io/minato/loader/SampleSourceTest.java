@@ -126,8 +126,7 @@ class SampleSourceTest {
                         new MockSplitEnumeratorContext<>(2);
                 var enumerator = source.createEnumerator(context)) {
             Attempt first = new Attempt(source, List.of());
-            first.reader.start();
-            first.deliverTo(enumerator);
+            first.start(enumerator);
             assertThat(assigned(context, 0)).containsExactly("0");
             List<NumberSequenceSplit> readerPart = first.reader.snapshotState(1); // before it
             Collection<NumberSequenceSplit> enumeratorPart = enumerator.snapshotState(1);
@@ -144,8 +143,7 @@ class SampleSourceTest {
                 int before = assigned(c, 0).size();
                 Attempt second = new Attempt(source, readerPart);
                 restored.addReader(0);
-                second.reader.start();
-                second.deliverTo(restored);
+                second.start(restored);
                 assertThat(assigned(c, 0)).as("handed out again").hasSize(before + 1);
                 assertThat(lastAssigned(c, 0))
                         .extracting(NumberSequenceSplit::from, NumberSequenceSplit::to)
@@ -174,8 +172,7 @@ class SampleSourceTest {
                         new MockSplitEnumeratorContext<>(2);
                 var enumerator = source.createEnumerator(context)) {
             Attempt first = new Attempt(source, List.of());
-            first.reader.start();
-            first.deliverTo(enumerator);
+            first.start(enumerator);
             first.reader.addSplits(lastAssigned(context, 0));
             first.read(readBefore);
             first.deliverTo(enumerator); // at 5 it has not asked for more yet
@@ -188,8 +185,7 @@ class SampleSourceTest {
                 var enumerator = source.restoreEnumerator(context, enumeratorPart)) {
             Attempt second = new Attempt(source, readerPart);
             enumerator.addReader(0);
-            second.reader.start();
-            second.deliverTo(enumerator);
+            second.start(enumerator);
             second.readAll();
             second.deliverTo(enumerator);
             assertThat(assigned(context, 0)).as("handed out again").isEmpty();
@@ -215,8 +211,7 @@ class SampleSourceTest {
                         new MockSplitEnumeratorContext<>(2);
                 var enumerator = source.createEnumerator(context)) {
             Attempt first = new Attempt(source, List.of());
-            first.reader.start();
-            first.deliverTo(enumerator);
+            first.start(enumerator);
             first.reader.addSplits(lastAssigned(context, 0));
             first.readAll();
             readerPart = first.reader.snapshotState(1);
@@ -232,8 +227,7 @@ class SampleSourceTest {
                 var enumerator = source.restoreEnumerator(context, enumeratorPart)) {
             Attempt second = new Attempt(source, readerPart);
             enumerator.addReader(0);
-            second.reader.start();
-            second.deliverTo(enumerator);
+            second.start(enumerator);
             second.readAll();
             assertThat(assigned(context, 0)).isEmpty();
             assertThat(context.hasNoMoreSplits(0)).isTrue();
@@ -257,8 +251,7 @@ class SampleSourceTest {
                 var enumerator = source.createEnumerator(context)) {
             enumerator.addReader(0);
             Attempt first = new Attempt(source, List.of());
-            first.reader.start();
-            first.deliverTo(enumerator);
+            first.start(enumerator);
             enumerator.snapshotState(1);
             enumerator.notifyCheckpointComplete(1); // before it has the share
             first.reader.addSplits(lastAssigned(context, 0));
@@ -275,8 +268,7 @@ class SampleSourceTest {
             // (it had nothing at checkpoint 1; its task had finished by checkpoint 2).
             Attempt second = new Attempt(source, List.of());
             enumerator.addReader(0);
-            second.reader.start();
-            second.deliverTo(enumerator);
+            second.start(enumerator);
             if (completedAfter) {
                 assertThat(assigned(context, 0)).hasSize(before);
             } else {
@@ -328,6 +320,14 @@ class SampleSourceTest {
             if (!state.isEmpty()) {
                 reader.addSplits(state); // as Flink does, before it starts the reader
             }
+        }
+
+        /** Starts the reader, and hands the enumerator what it sent: its report, its request. */
+        void start(
+                org.apache.flink.api.connector.source.SplitEnumerator<NumberSequenceSplit, ?>
+                        enumerator) {
+            reader.start();
+            deliverTo(enumerator);
         }
 
         void read(int n) throws Exception {
