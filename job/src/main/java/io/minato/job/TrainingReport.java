@@ -4,7 +4,6 @@ import io.minato.job.report.RunPlots;
 import io.minato.job.report.RunReport;
 import io.minato.job.report.RunSampler;
 import io.minato.job.workload.TrainingSet;
-import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TraceFiles;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -34,23 +33,8 @@ final class TrainingReport {
         TrainingSet set = r.set;
         Path run = r.run;
         RunReport.Outcome outcome = r.report.outcome(accumulators);
-        if (r.accelerator instanceof DjlAccelerator.Factory factory && set.held() > 0) {
-            err.println(
-                    "evaluating the trained model on "
-                            + set.held()
-                            + " held-out "
-                            + set.heldUnit()
-                            + " ...");
-            err.flush();
-            outcome =
-                    set.evaluated(
-                            outcome,
-                            new TrainingSet.Trained(
-                                    run.resolve("model-device-0"),
-                                    factory.settings().network(),
-                                    o.width(),
-                                    factory.device(0)),
-                            err);
+        if (r.evaluation != null) {
+            outcome = r.evaluation.evaluated(outcome, run, err);
         }
         RunReport report = RunReport.build(r.report.configuration(), outcome, measured, run);
         // Inputs quarantined while the run prepared them: one line each, as before the run.

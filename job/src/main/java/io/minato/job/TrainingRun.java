@@ -47,6 +47,7 @@ final class TrainingRun {
     final Path run;
     final AcceleratorFactory accelerator;
     final ReportAssembly report;
+    final HeldOutEvaluation evaluation; // null: no model to score, or nothing held out
     private final Path flinkTmp;
     private final StreamExecutionEnvironment env;
 
@@ -78,6 +79,7 @@ final class TrainingRun {
         report =
                 new ReportAssembly(
                         configuration(optimizer), set.dir(), o.timeout(), set.remembers());
+        evaluation = HeldOutEvaluation.of(set, accelerator, o.width());
         // `flink run -d`: no client waits for the job's accumulators, so the operators write them
         // into the run directory, and the job writes its own report (DetachedReport).
         // Application mode runs this in the JobManager, detached unless configured otherwise:
@@ -96,7 +98,8 @@ final class TrainingRun {
                         .optSkipBadSamples(skip)
                         .optRestartsWithoutCheckpoint(o.restartAttempts());
         if (plan.detached) {
-            sink.optOnRunEnd(new DetachedReport(report, o.report(), o.trace(), o.plots()));
+            sink.optOnRunEnd(
+                    new DetachedReport(report, evaluation, o.report(), o.trace(), o.plots()));
         }
         LoaderJob.Builder job =
                 LoaderJob.builder()

@@ -86,8 +86,6 @@ class FlinkRunIT {
                         3,
                         "--devices",
                         "cpu:2",
-                        "--accelerator",
-                        "simulated:10",
                         "--timeout",
                         "500",
                         "--report",
@@ -100,12 +98,14 @@ class FlinkRunIT {
                 .contains("detached: when it finishes it writes report.json")
                 .doesNotContain("Exception");
 
-        // The job trains on without it and, as it finishes, writes the report itself.
+        // The job trains on without it and, as it finishes, scores the saved model on the
+        // held-out case and writes the report itself.
         long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(3);
         while (!Files.exists(run.resolve("summary.txt")) && System.nanoTime() < deadline) {
             Thread.sleep(200);
         }
         assertThat(run.resolve("report-error.txt")).doesNotExist();
+        assertThat(run.resolve(DetachedReport.EVALUATION_ERROR)).doesNotExist();
         assertThat(run.resolve("summary.txt")).content().startsWith("minato: ");
         // 4 training cases x 3 epochs on 2 devices; what the operators counted (the timeout,
         // the case cache) came from their accumulator files.
@@ -117,7 +117,7 @@ class FlinkRunIT {
                         "\"timeout_ms\": 500.0",
                         "\"case_cache\": {\"hits\": ",
                         "\"start_s\": null",
-                        "\"dice\": null");
+                        "\"dice\": {\"mean\": ");
         assertThat(run.resolve("report.json")).hasSameTextualContentAs(report);
         assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 12);
         assertThat(run.resolve(RunArgs.FINISHED)).exists();

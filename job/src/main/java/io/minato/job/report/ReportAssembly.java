@@ -8,7 +8,6 @@ import io.minato.loader.SampleChunks;
 import io.minato.loader.SampleSource;
 import io.minato.loader.TaskManagerUsage;
 import io.minato.loader.TimeoutPolicy;
-import java.io.IOException;
 import java.io.Serializable;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -73,11 +72,6 @@ public final class ReportAssembly implements Serializable {
         }
         return new RunReport.Crossed(
                 asBytes, accumulators.get(SampleChunks.SENT_IN_PIECES) instanceof Long n ? n : 0);
-    }
-
-    /** The report of a run that no process waited for, from the run directory it left. */
-    public RunReport report(Map<String, Object> accumulators, Path runDir) throws IOException {
-        return RunReport.build(configuration, outcome(accumulators), runDir);
     }
 
     /**

@@ -1,12 +1,9 @@
 package io.minato.job.workload;
 
 import ai.djl.Device;
-import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.spi.Workload;
 import io.minato.trainer.Network;
-import java.io.IOException;
-import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -65,12 +62,8 @@ public interface TrainingSet {
      */
     Network network(double width, String name);
 
-    /**
-     * {@code outcome} with the score of the {@code trained} model on the held-out samples; progress
-     * lines to {@code err}.
-     */
-    RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
-            throws IOException, BadInputException;
+    /** How a model trained on this set is scored on its held-out samples. */
+    HeldOut heldOut();
 
     /**
      * A model as a run trained it: saved in {@code dir}, trained as {@code network} of {@code

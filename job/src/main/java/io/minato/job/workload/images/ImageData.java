@@ -143,11 +143,15 @@ public final class ImageData {
      * prepared by torchvision's evaluation transforms (resize, centre crop, normalise).
      */
     public static RunReport.Accuracy accuracy(
-            Path modelDir, Images images, ImageClassifier network, Device device)
+            Path modelDir,
+            List<ImageFile> held,
+            ImageConfig config,
+            ImageClassifier network,
+            Device device)
             throws IOException, BadInputException {
-        List<Patch> prepared = new ArrayList<>(images.held().size());
-        for (ImageFile f : images.held()) {
-            prepared.add(ImageTransforms.evaluation(ImageFolder.read(f), images.config()));
+        List<Patch> prepared = new ArrayList<>(held.size());
+        for (ImageFile f : held) {
+            prepared.add(ImageTransforms.evaluation(ImageFolder.read(f), config));
         }
         double top1 = ClassifierEvaluation.accuracy(modelDir, network, prepared, device);
         return new RunReport.Accuracy(top1, prepared.size());

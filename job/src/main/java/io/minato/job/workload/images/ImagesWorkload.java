@@ -126,7 +126,8 @@ public final class ImagesWorkload implements JobWorkload {
         RunReport.Accuracy accuracy =
                 ImageData.accuracy(
                         model,
-                        images,
+                        images.held(),
+                        images.config(),
                         new ImageClassifier(
                                 images.classes(),
                                 width,

@@ -4,13 +4,18 @@ import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.DataSplit;
+import io.minato.job.workload.HeldOut;
 import io.minato.job.workload.TrainingSet;
 import io.minato.spi.Workload;
 import io.minato.trainer.Network;
+import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
 record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
@@ -51,16 +56,46 @@ record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements
     }
 
     @Override
-    public RunReport.Outcome evaluated(RunReport.Outcome outcome, Trained trained, PrintWriter err)
-            throws IOException, BadInputException {
-        RunReport.Dice dice =
-                Evaluation.evaluate(
-                        trained.dir(),
-                        trained.width(),
-                        patch,
-                        cases.held(),
-                        trained.device(),
-                        Evaluation.CaseDone.printingTo(err));
-        return outcome.evaluated(dice, null);
+    public HeldOut heldOut() {
+        return HeldCases.of(patch, cases.held());
+    }
+
+    /** The held-out cases by their files' paths, scored by Dice at the training patch's edge. */
+    record HeldCases(int patch, List<String> names, List<String> images, List<String> labels)
+            implements HeldOut {
+        private static final long serialVersionUID = 1L;
+
+        static HeldCases of(int patch, List<CaseFiles> cases) {
+            return new HeldCases(
+                    patch,
+                    cases.stream().map(CaseFiles::name).toList(),
+                    cases.stream().map(c -> c.image().toAbsolutePath().toString()).toList(),
+                    cases.stream().map(c -> c.label().toAbsolutePath().toString()).toList());
+        }
+
+        List<CaseFiles> cases() {
+            List<CaseFiles> cases = new ArrayList<>(names.size());
+            for (int i = 0; i < names.size(); i++) {
+                cases.add(
+                        new CaseFiles(
+                                names.get(i), Path.of(images.get(i)), Path.of(labels.get(i))));
+            }
+            return cases;
+        }
+
+        @Override
+        public RunReport.Outcome evaluated(
+                RunReport.Outcome outcome, Trained trained, PrintWriter err)
+                throws IOException, BadInputException {
+            RunReport.Dice dice =
+                    Evaluation.evaluate(
+                            trained.dir(),
+                            trained.width(),
+                            patch,
+                            cases(),
+                            trained.device(),
+                            Evaluation.CaseDone.printingTo(err));
+            return outcome.evaluated(dice, null);
+        }
     }
 }
