@@ -138,9 +138,13 @@ final class DetachedReport implements TrainerSink.RunEnd {
             return evaluation.evaluated(outcome, dir, progress);
         } catch (IOException | BadInputException | RuntimeException e) {
             LOG.error("the run in {} finished, but its held-out evaluation failed", dir, e);
+            String why =
+                    e.getMessage() == null
+                            ? e.getClass().getSimpleName()
+                            : e.getMessage().lines().findFirst().orElse("").strip();
             Files.writeString(
                     dir.resolve(EVALUATION_ERROR),
-                    "the held-out evaluation failed: " + e.getMessage() + "\n",
+                    "the held-out evaluation failed: " + why + "\n",
                     StandardCharsets.UTF_8);
             return outcome;
         }
