@@ -120,6 +120,14 @@ class ResumeTest {
             Thread.sleep(50);
         }
         Thread.sleep(1500);
+        // The run waits for that question: its end here (a failed stop, say) would otherwise
+        // show only as the question's ConnectException.
+        assertThat(stopped.isAlive())
+                .as(
+                        () ->
+                                "the run waits for its savepoint's result to be fetched; it said:\n"
+                                        + said(log))
+                .isTrue();
         URI status = URI.create(rest + "/jobs/" + job.group(1) + "/savepoints/" + trigger.group(1));
         String answer =
                 http.send(
@@ -372,5 +380,14 @@ class ResumeTest {
             }
         }
         return n;
+    }
+
+    /** What a run's process wrote, for a failure's description. */
+    private static String said(Path log) {
+        try {
+            return Files.readString(log);
+        } catch (java.io.IOException e) {
+            return "(its log " + log + " cannot be read: " + e.getMessage() + ")";
+        }
     }
 }
