@@ -13,9 +13,8 @@ import io.minato.workload.kits19.CaseTable;
 import io.minato.workload.kits19.Unet3dNetwork;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.IntStream;
 
 /** The kits19 workload's cases: a 3D-UNet learns them, Dice scores it on the held-out ones. */
 record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements TrainingSet {
@@ -57,30 +56,18 @@ record KitsSet(KitsData.Cases cases, Workload<?> workload, int patch) implements
 
     @Override
     public HeldOut heldOut() {
-        return HeldCases.of(patch, cases.held());
+        return new HeldCases(patch, new CaseTable(cases.held()));
     }
 
-    /** The held-out cases by their files' paths, scored by Dice at the training patch's edge. */
-    record HeldCases(int patch, List<String> names, List<String> images, List<String> labels)
-            implements HeldOut {
+    /**
+     * The held-out cases (their files' paths, as the training cases travel), scored by Dice at the
+     * training patch's edge.
+     */
+    record HeldCases(int patch, CaseTable held) implements HeldOut {
         private static final long serialVersionUID = 1L;
 
-        static HeldCases of(int patch, List<CaseFiles> cases) {
-            return new HeldCases(
-                    patch,
-                    cases.stream().map(CaseFiles::name).toList(),
-                    cases.stream().map(c -> c.image().toAbsolutePath().toString()).toList(),
-                    cases.stream().map(c -> c.label().toAbsolutePath().toString()).toList());
-        }
-
         List<CaseFiles> cases() {
-            List<CaseFiles> cases = new ArrayList<>(names.size());
-            for (int i = 0; i < names.size(); i++) {
-                cases.add(
-                        new CaseFiles(
-                                names.get(i), Path.of(images.get(i)), Path.of(labels.get(i))));
-            }
-            return cases;
+            return IntStream.range(0, held.size()).mapToObj(held::files).toList();
         }
 
         @Override
