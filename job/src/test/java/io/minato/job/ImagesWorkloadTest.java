@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.minato.job.dataflow.LoaderJob;
 import io.minato.json.Json;
 import io.minato.loader.SampleRecipe;
+import io.minato.spi.FileMemo;
 import io.minato.spi.Workload;
 import io.minato.trainer.DjlAccelerator;
 import io.minato.trainer.TrainerSink;
@@ -222,6 +223,61 @@ class ImagesWorkloadTest {
     }
 
     @Test
+    void shouldProfileTheImagesPerTransformAndSeeTheDecodedOnesRemembered() {
+        FileMemo.clear(ImageTransforms.DECODED); // this JVM's other runs decoded them too
+        MainTest.Run run =
+                MainTest.run(
+                        "profile",
+                        "--workload",
+                        "images",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "16",
+                        "--eval-cases",
+                        "3",
+                        "--epochs",
+                        "2",
+                        "--on-bad-sample",
+                        "skip");
+        assertThat(run.status()).as(run.err()).isZero();
+        int train = IMAGES - 3;
+        assertThat(run.out())
+                .contains(
+                        train
+                                + " training images (3 classes) (3 held out, 1 quarantined), crop 16^2")
+                .containsPattern("prepare, CPU\\s+" + 2 * train + " ")
+                .containsPattern("decode \\(CPU\\)\\s+" + 2 * train + " ")
+                .contains("RandomResizedCrop", "RandomHorizontalFlip", "ColorJitter", "Normalize")
+                .containsPattern("prepare, epochs 2\\+ \\(CPU\\)\\s+" + train + " ")
+                // Each image decoded once, in the first epoch; the second finds its pixels.
+                .contains(
+                        "remembered per sample's files: "
+                                + train
+                                + " found, "
+                                + train
+                                + " computed")
+                .containsPattern("slowest sample class_\\d+/");
+        assertThat(run.err()).contains("broken.jpg");
+    }
+
+    @Test
+    void shouldStopTheProfileOnABrokenImageNamingIt() {
+        MainTest.Run run =
+                MainTest.run(
+                        "profile",
+                        "--workload",
+                        "images",
+                        "--data",
+                        data.toString(),
+                        "--patch",
+                        "16");
+        assertThat(run.status()).isEqualTo(Main.EXIT_BAD_INPUT);
+        assertThat(run.err().strip()).doesNotContain("\n").contains("broken.jpg");
+        assertThat(run.out()).isEmpty();
+    }
+
+    @Test
     void shouldRefuseWhatTheImagesWorkloadDoesNotHaveInOneLine() {
         assertThat(refusedTraining("--tail", "0.05,50"))
                 .contains("--tail is the kits19 bench knob");
@@ -233,9 +289,16 @@ class ImagesWorkloadTest {
         assertThat(unet.status()).isEqualTo(2);
         assertThat(unet.err()).contains("--network resnet18: --workload kits19 trains unet3d");
         MainTest.Run profile =
-                MainTest.run("profile", "--workload", "images", "--data", data.toString());
+                MainTest.run(
+                        "profile",
+                        "--workload",
+                        "images",
+                        "--data",
+                        data.toString(),
+                        "--tail",
+                        "0.05,50");
         assertThat(profile.status()).isEqualTo(2);
-        assertThat(profile.err()).contains("profile breaks down the kits19 transforms only");
+        assertThat(profile.err()).contains("--tail is the kits19 bench knob");
         MainTest.Run workload = MainTest.run("train", "--workload", "audio");
         assertThat(workload.status()).isEqualTo(2);
         assertThat(workload.err()).contains("kits19", "images");

@@ -47,7 +47,10 @@ class MainTest {
                 .contains("5 training cases (1 held out, 0 quarantined), patch 8^3")
                 .containsPattern("prepare, CPU\\s+15 ")
                 .contains("RandBalancedCrop+Cast", "RandFlip", "RandomBrightness", "GaussianNoise")
-                .contains("tail: max / p50 =");
+                .containsPattern("prepare, foreground-centred crop \\(CPU\\)\\s+\\d+ ")
+                .containsPattern("prepare, uniform crop \\(CPU\\)\\s+\\d+ ")
+                .containsPattern("prepare, epochs 2\\+ \\(CPU\\)\\s+10 ")
+                .containsPattern("tail: max / p50 = .*; slowest sample case_\\d{5} \\(epoch");
     }
 
     @Test

@@ -59,8 +59,7 @@ class WorkloadOptionTest {
     }
 
     @Test
-    void shouldRefuseProfileAndEvaluateInTheWorkloadsOwnLine() {
-        refusals(List.of("profile"), JobWorkload::refusesProfile);
+    void shouldRefuseEvaluateInTheWorkloadsOwnLine() {
         refusals(List.of("evaluate", "--model", "/nonexistent"), JobWorkload::refusesEvaluate);
         assertThat(Workloads.named("images").refusesEvaluate()).isEmpty();
     }

@@ -23,6 +23,14 @@ public interface SampleSet<S> extends Serializable {
     String traceName(int index);
 
     /**
+     * What a person calls sample {@code index} in a line of output (the slowest sample of a
+     * profile): its file's name. By default what the trace says.
+     */
+    default String displayName(int index) {
+        return traceName(index);
+    }
+
+    /**
      * Checks sample {@code index} before a run trains on it, without preparing it.
      *
      * @throws BadInputException a one-line reason, naming the file

@@ -30,6 +30,23 @@ public interface Steps<S> {
      */
     void advance(S source) throws BadInputException;
 
+    /**
+     * The transform the next {@link #advance} runs (a part of), as {@code profile} names it: steps
+     * of one transform share a name. By default the preparation is one whole.
+     */
+    default String stepName() {
+        return "prepare";
+    }
+
+    /**
+     * What kind of sample this turned out to be, where a workload's samples come in kinds that cost
+     * differently (kits19: a foreground-centred or a uniform crop), for {@code profile}; null where
+     * there is one kind, or before the preparation has chosen.
+     */
+    default String variant() {
+        return null;
+    }
+
     /** The prepared sample, once {@link #isDone}. */
     Patch result();
 

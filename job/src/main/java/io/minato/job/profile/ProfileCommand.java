@@ -4,21 +4,22 @@ import io.minato.data.BadInputException;
 import io.minato.data.EpochOrder;
 import io.minato.job.DataOptions;
 import io.minato.job.workload.DataSpec;
-import io.minato.job.workload.kits19.KitsData;
+import io.minato.job.workload.TrainingSet;
+import io.minato.spi.MemoStats;
 import io.minato.spi.SampleKey;
+import io.minato.spi.Steps;
+import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
 import io.minato.stats.Distribution;
-import io.minato.workload.kits19.CaseCache;
-import io.minato.workload.kits19.CaseCheck;
-import io.minato.workload.kits19.CaseFiles;
-import io.minato.workload.kits19.Preparation;
-import io.minato.workload.kits19.TransformConfig;
-import io.minato.workload.kits19.Volume;
 import java.io.PrintWriter;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -27,11 +28,15 @@ import java.util.concurrent.Future;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Prepares every training sample of some epochs exactly as the loader would and prints the
- * distribution of per-sample preparation time, overall and per transform.
+ * Prepares every training sample of some epochs exactly as the loader would (the workload's own
+ * steps, through the same {@link Workload} the workers use) and prints the distribution of
+ * per-sample preparation time: overall, per transform (each step's {@link Steps#stepName}), per
+ * kind of sample ({@link Steps#variant}), and for the epochs after the first, when what a sample's
+ * files alone decide is remembered.
  */
 @Command(
         name = "profile",
@@ -59,48 +64,47 @@ public final class ProfileCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (epochs < 1 || threads < 1) {
-            throw new picocli.CommandLine.ParameterException(
-                    spec.commandLine(), "--epochs and --threads must be >= 1");
+            throw new ParameterException(spec.commandLine(), "--epochs and --threads must be >= 1");
         }
-        Optional<String> refused = data.workload.refusesProfile();
-        if (refused.isPresent()) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), refused.get());
+        DataSpec samples = data.spec();
+        try {
+            samples.workload().check(samples);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         PrintWriter out = spec.commandLine().getOut();
-        DataSpec samples = data.spec();
-        KitsData.Cases cases = KitsData.cases(samples, spec.commandLine().getErr());
-        List<CaseFiles> train = cases.train();
-        Profile profile = run(train, samples.transformConfig(), cases.cache());
+        TrainingSet set = samples.workload().open(samples, spec.commandLine().getErr());
+        Workload<?> workload = set.workload();
+        Profile profile = run(workload);
         out.printf(
                 Locale.ROOT,
-                "profile: %s, %d training cases (%d held out, %d quarantined), patch %d^3, seed %d,"
+                "profile: %s, %d training %s (%d held out, %d quarantined), %s, seed %d,"
                         + " %d epoch(s), %d thread(s)%n",
-                cases.dir(),
-                train.size(),
-                cases.eval(),
-                cases.quarantined(),
-                data.patchEdge(),
-                data.seed,
+                set.dir(),
+                set.train(),
+                set.unit(),
+                set.eval(),
+                set.quarantine().size(),
+                samples.workload().edgeLine(samples.patchEdge()),
+                samples.seed(),
                 epochs,
                 threads);
-        profile.print(out);
+        profile.print(out, workload.memo());
         out.flush();
         return 0;
     }
 
-    private Profile run(List<CaseFiles> train, TransformConfig config, CaseCache cache)
-            throws Exception {
+    private <S> Profile run(Workload<S> workload) throws Exception {
         Profile profile = new Profile();
-        CaseCache.Counters counters = new CaseCache.Counters();
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
             List<Future<Sample>> futures = new ArrayList<>();
             for (int epoch = 0; epoch < epochs; epoch++) {
-                int[] order = EpochOrder.permutation(data.seed, epoch, train.size());
+                int[] order = EpochOrder.permutation(data.seed, epoch, workload.size());
                 for (int i = 0; i < order.length; i++) {
                     SampleKey key = new SampleKey(data.seed, epoch, i);
-                    CaseFiles c = train.get(order[i]);
-                    futures.add(pool.submit(() -> Sample.prepare(key, c, config, cache, counters)));
+                    int index = order[i];
+                    futures.add(pool.submit(() -> Sample.prepare(workload, key, index)));
                 }
             }
             for (Future<Sample> f : futures) {
@@ -116,40 +120,41 @@ public final class ProfileCommand implements Callable<Integer> {
         return profile;
     }
 
-    /** The timings of one prepared sample. */
+    /** The timings of one prepared sample: CPU ns per transform, by name, in the order run. */
     record Sample(
             SampleKey key,
-            String caseName,
-            boolean foreground,
-            long readNanos,
-            long[] transformNanos,
+            String name,
+            String variant,
+            long openNanos,
+            Map<String, Long> transformNanos,
             long cpuNanos,
             long wallNanos) {
 
-        static Sample prepare(
-                SampleKey key,
-                CaseFiles c,
-                TransformConfig config,
-                CaseCache cache,
-                CaseCache.Counters counters)
+        static <S> Sample prepare(Workload<S> workload, SampleKey key, int index)
                 throws BadInputException {
             long wall0 = System.nanoTime();
             long cpu0 = CpuClock.threadNanos();
-            Volume volume = CaseCheck.open(c).withMemo(cache.memo(c, counters));
-            long read = CpuClock.threadNanos() - cpu0;
-            long[] perTransform = new long[Preparation.Transform.values().length];
-            Preparation p = Preparation.start(key);
-            while (!p.isDone()) {
-                long t0 = CpuClock.threadNanos();
-                Preparation.Transform t = p.advance(volume, config);
-                perTransform[t.ordinal()] += CpuClock.threadNanos() - t0;
+            S source = workload.open(index);
+            long open = CpuClock.threadNanos() - cpu0;
+            Map<String, Long> perTransform = new LinkedHashMap<>();
+            Steps<S> steps = workload.start(key);
+            try {
+                while (!steps.isDone()) {
+                    String name = steps.stepName();
+                    long t0 = CpuClock.threadNanos();
+                    steps.advance(source);
+                    perTransform.merge(name, CpuClock.threadNanos() - t0, Long::sum);
+                }
+                workload.checkUnchanged(index);
+            } catch (InternalError fault) {
+                throw workload.changedWhileRead(index, fault);
             }
             long cpu = CpuClock.threadNanos() - cpu0;
             return new Sample(
                     key,
-                    c.name(),
-                    p.isForegroundCrop(),
-                    read,
+                    workload.samples().displayName(index),
+                    steps.variant(),
+                    open,
                     perTransform,
                     cpu,
                     System.nanoTime() - wall0);
@@ -160,41 +165,57 @@ public final class ProfileCommand implements Callable<Integer> {
     static final class Profile {
         final Distribution cpu = new Distribution();
         final Distribution wall = new Distribution();
-        final Distribution read = new Distribution();
-        final Distribution[] transforms = new Distribution[Preparation.Transform.values().length];
-        final Distribution foregroundCrops = new Distribution();
-        final Distribution uniformCrops = new Distribution();
-        final Distribution laterForegroundCrops = new Distribution();
-        final Distribution laterUniformCrops = new Distribution();
+        final Distribution open = new Distribution();
+
+        /** The transforms, in the order first seen. */
+        final Set<String> transforms = new LinkedHashSet<>();
+
+        final Map<String, Distribution> variants = new TreeMap<>();
+        final Distribution later = new Distribution();
+        final Map<String, Distribution> laterVariants = new TreeMap<>();
+        final List<Sample> samples = new ArrayList<>();
         Sample slowest;
 
-        Profile() {
-            for (int i = 0; i < transforms.length; i++) {
-                transforms[i] = new Distribution();
-            }
-        }
-
         void add(Sample s) {
-            cpu.add(s.cpuNanos() / 1e6);
+            samples.add(s);
+            double ms = s.cpuNanos() / 1e6;
+            cpu.add(ms);
             wall.add(s.wallNanos() / 1e6);
-            read.add(s.readNanos() / 1e6);
-            for (int i = 0; i < transforms.length; i++) {
-                transforms[i].add(s.transformNanos()[i] / 1e6);
+            open.add(s.openNanos() / 1e6);
+            transforms.addAll(s.transformNanos().keySet());
+            if (s.variant() != null) {
+                variants.computeIfAbsent(s.variant(), v -> new Distribution()).add(ms);
             }
-            double crop = s.transformNanos()[Preparation.Transform.CROP.ordinal()] / 1e6;
-            (s.foreground() ? foregroundCrops : uniformCrops).add(crop);
             if (s.key().epoch() > 0) {
-                (s.foreground() ? laterForegroundCrops : laterUniformCrops).add(crop);
+                // What a sample's files alone decide is remembered by now (the case cache, the
+                // decoded images): what the samples cost from the second epoch on.
+                later.add(ms);
+                if (s.variant() != null) {
+                    laterVariants.computeIfAbsent(s.variant(), v -> new Distribution()).add(ms);
+                }
             }
             if (slowest == null || s.cpuNanos() > slowest.cpuNanos()) {
                 slowest = s;
             }
         }
 
-        void print(PrintWriter out) {
+        /** Each transform's distribution over every sample, 0 where a sample had none of it. */
+        private Map<String, Distribution> perTransform() {
+            Map<String, Distribution> all = new LinkedHashMap<>();
+            for (String t : transforms) {
+                Distribution d = new Distribution();
+                for (Sample s : samples) {
+                    d.add(s.transformNanos().getOrDefault(t, 0L) / 1e6);
+                }
+                all.put(t, d);
+            }
+            return all;
+        }
+
+        void print(PrintWriter out, MemoStats memo) {
             out.printf(
                     Locale.ROOT,
-                    "%-34s %7s %9s %9s %9s %9s %10s%n",
+                    "%-42s %7s %9s %9s %9s %9s %10s%n",
                     "ms per sample",
                     "n",
                     "p50",
@@ -204,35 +225,46 @@ public final class ProfileCommand implements Callable<Integer> {
                     "sum");
             row(out, "prepare, CPU", cpu);
             row(out, "prepare, wall", wall);
-            row(out, "  open + map .npy (CPU)", read);
-            for (Preparation.Transform t : Preparation.Transform.values()) {
-                row(out, "  " + t.label() + " (CPU)", transforms[t.ordinal()]);
+            row(out, "  open (CPU)", open);
+            perTransform().forEach((t, d) -> row(out, "  " + t + " (CPU)", d));
+            variants.forEach((v, d) -> row(out, "prepare, " + v + " (CPU)", d));
+            if (later.count() > 0) {
+                row(out, "prepare, epochs 2+ (CPU)", later);
+                laterVariants.forEach((v, d) -> row(out, "  " + v + ", epochs 2+ (CPU)", d));
             }
-            row(out, "  crop, foreground-centred (CPU)", foregroundCrops);
-            row(out, "  crop, uniform (CPU)", uniformCrops);
-            if (laterForegroundCrops.summary().count() + laterUniformCrops.summary().count() > 0) {
-                // With the case cache on, a case is scanned once: epochs after the first show
-                // what a foreground crop costs once its components are remembered.
-                row(out, "  crop, foreground, epochs 2+ (CPU)", laterForegroundCrops);
-                row(out, "  crop, uniform, epochs 2+ (CPU)", laterUniformCrops);
+            if (memo.hits() + memo.misses() > 0) {
+                // What a sample's files alone decide: kits19's foreground components (also kept
+                // on disk, so found from the first epoch of a second profile), decoded images.
+                out.printf(
+                        Locale.ROOT,
+                        "remembered per sample's files: %d found, %d computed%s%n",
+                        memo.hits(),
+                        memo.misses(),
+                        memo.bytes() > 0 ? ", " + held(memo.bytes()) + " held in memory" : "");
             }
             Distribution.Summary all = cpu.summary();
             out.printf(
                     Locale.ROOT,
-                    "tail: max / p50 = %.1fx; slowest sample %s (epoch %d, index %d, %s crop) %.2f ms%n",
+                    "tail: max / p50 = %.1fx; slowest sample %s (epoch %d, index %d%s) %.2f ms%n",
                     all.p50() > 0 ? all.max() / all.p50() : 0,
-                    slowest.caseName(),
+                    slowest.name(),
                     slowest.key().epoch(),
                     slowest.key().index(),
-                    slowest.foreground() ? "foreground" : "uniform",
+                    slowest.variant() == null ? "" : ", " + slowest.variant(),
                     slowest.cpuNanos() / 1e6);
+        }
+
+        private static String held(long bytes) {
+            return bytes < 1 << 20
+                    ? String.format(Locale.ROOT, "%.1f KiB", bytes / 1024.0)
+                    : String.format(Locale.ROOT, "%.1f MiB", bytes / (1024.0 * 1024.0));
         }
 
         private static void row(PrintWriter out, String name, Distribution d) {
             Distribution.Summary s = d.summary();
             out.printf(
                     Locale.ROOT,
-                    "%-34s %7d %9.3f %9.3f %9.3f %9.3f %10.1f%n",
+                    "%-42s %7d %9.3f %9.3f %9.3f %9.3f %10.1f%n",
                     name,
                     s.count(),
                     s.p50(),

@@ -49,15 +49,6 @@ public interface JobWorkload {
     /** The samples {@code data} names, checked; bad input stops here (or is left out, skip). */
     TrainingSet open(DataSpec data, PrintWriter err) throws IOException, BadInputException;
 
-    /**
-     * Why {@code profile} does not run on it, in one line; empty where it does. The command breaks
-     * down the kits19 transforms.
-     */
-    default Optional<String> refusesProfile() {
-        return Optional.of(
-                "profile breaks down the kits19 transforms only, not --workload " + name());
-    }
-
     /** Why {@code evaluate} does not run on it, in one line; empty where it does. */
     default Optional<String> refusesEvaluate() {
         return Optional.of("evaluate does not score a --workload " + name() + " model");

@@ -32,13 +32,24 @@ public final class ImagePreparation extends StepCursor<EncodedImage, ImagePrepar
 
     /** The steps, in order; RESIZE runs once per slab of output rows. */
     public enum Step {
-        DECODE,
-        CROP,
-        RESIZE,
-        FLIP,
-        JITTER,
-        NORMALIZE,
-        DONE
+        DECODE("decode"),
+        CROP("RandomResizedCrop"),
+        RESIZE("RandomResizedCrop"),
+        FLIP("RandomHorizontalFlip"),
+        JITTER("ColorJitter"),
+        NORMALIZE("Normalize"),
+        DONE("done");
+
+        private final String transform;
+
+        Step(String transform) {
+            this.transform = transform;
+        }
+
+        /** The torchvision transform this step is (a part of); decoding is PIL's. */
+        public String transform() {
+            return transform;
+        }
     }
 
     /** An image's decoded pixels, 0xRRGGBB row by row: what {@link FileMemo} keeps. */
@@ -77,6 +88,11 @@ public final class ImagePreparation extends StepCursor<EncodedImage, ImagePrepar
         super(key, Step.DECODE, Step.DONE);
         this.config = Objects.requireNonNull(config);
         this.memo = Objects.requireNonNull(memo);
+    }
+
+    @Override
+    public String stepName() {
+        return step.transform();
     }
 
     @Override

@@ -56,6 +56,12 @@ public final class CaseTable implements SampleSet<Volume> {
         return names.length;
     }
 
+    /** The case's name ({@code case_00012}). */
+    @Override
+    public String displayName(int index) {
+        return names[index];
+    }
+
     /** The case's index in the training list, as the trace has always named it. */
     @Override
     public String traceName(int index) {

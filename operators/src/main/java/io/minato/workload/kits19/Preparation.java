@@ -145,6 +145,20 @@ public final class Preparation extends StepCursor<Volume, Preparation.Step> {
         return foreground;
     }
 
+    /** The MLPerf transform of the next step: its {@link Transform#label()}. */
+    @Override
+    public String stepName() {
+        return isDone() ? "done" : step.transform().label();
+    }
+
+    @Override
+    public String variant() {
+        if (step == Step.START) {
+            return null;
+        }
+        return foreground ? "foreground-centred crop" : "uniform crop";
+    }
+
     /** Runs the current step (or one part of it) with the settings bound at the start. */
     @Override
     public void advance(Volume volume) {

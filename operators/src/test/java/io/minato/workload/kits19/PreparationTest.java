@@ -13,6 +13,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -270,6 +271,22 @@ class PreparationTest {
             }
         }
         assertThat(foreground / (double) n).isCloseTo(0.4, within(0.03));
+    }
+
+    @Test
+    void shouldNameEachStepByItsMlperfTransformAndEachSampleByItsKindOfCrop() {
+        Volume v = SyntheticVolumes.blobs(VOLUME, 8);
+        Set<String> variants = new HashSet<>();
+        for (int i = 0; i < 20; i++) {
+            Preparation p = Preparation.start(new SampleKey(9, 0, i));
+            assertThat(p.variant()).as("before the crop is drawn").isNull();
+            while (!p.isDone()) {
+                String named = p.stepName();
+                assertThat(named).isEqualTo(p.advance(v, CONFIG).label());
+            }
+            variants.add(p.variant());
+        }
+        assertThat(variants).containsExactlyInAnyOrder("foreground-centred crop", "uniform crop");
     }
 
     @Test

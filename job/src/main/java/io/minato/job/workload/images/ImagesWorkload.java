@@ -88,13 +88,6 @@ public final class ImagesWorkload implements JobWorkload {
     }
 
     @Override
-    public Optional<String> refusesProfile() {
-        return Optional.of(
-                "profile breaks down the kits19 transforms only; for --workload images, train"
-                        + " reports the preparation times (prep_ms, the trace)");
-    }
-
-    @Override
     public Optional<String> refusesEvaluate() {
         return Optional.empty();
     }

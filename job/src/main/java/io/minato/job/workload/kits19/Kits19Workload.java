@@ -75,11 +75,6 @@ public final class Kits19Workload implements JobWorkload {
     }
 
     @Override
-    public Optional<String> refusesProfile() {
-        return Optional.empty();
-    }
-
-    @Override
     public Optional<String> refusesEvaluate() {
         return Optional.empty();
     }
