@@ -3,6 +3,7 @@ process's crash and the job's own, and the refusals a user meets."""
 
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import time
@@ -114,6 +115,22 @@ def test_should_stop_in_one_line_when_the_job_cannot_start(tmp_path):
     with pytest.raises(LoaderError, match=r"the job stopped .*error: .*does-not-exist"):
         loader = launch(str(tmp_path / "does-not-exist"), epochs=1, patch=16)
         next(iter(loader))
+
+
+def test_should_raise_the_jobs_one_line_when_a_file_goes_bad_mid_run(dataset, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(dataset, data)
+    trained = 0
+    with pytest.raises(LoaderError, match=r"exit status 3\): error: .*case_00002_x\.npy: not a "
+                                          r"\.npy file") as raised:
+        with launch(str(data), epochs=6, batch=2, patch=16,
+                    extra_args=["--eval-cases", "0"]) as loader:
+            for batch in every_batch(loader):
+                if trained == 0:
+                    (data / "case_00002_x.npy").write_bytes(b"rewritten, not an array")
+                trained += len(batch)
+    assert "\n" not in str(raised.value)
+    assert trained < 6 * CASES
 
 
 def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, tmp_path, caplog):
