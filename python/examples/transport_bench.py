@@ -37,15 +37,16 @@ def measure(a, mode):
     try:
         with launch(a.data, epochs=a.epochs, batch=a.batch, patch=a.patch,
                     extra_args=["--eval-cases", "0"]) as loader:
-            it = iter(loader)
-            while True:
-                w0, c0 = time.perf_counter(), time.thread_time()
-                try:
-                    next(it)
-                except StopIteration:
-                    break
-                loop.append((time.perf_counter() - w0, time.thread_time() - c0))
-                time.sleep(a.step_ms / 1000)
+            for _ in range(loader.epochs):  # a pass over the loader per epoch
+                it = iter(loader)
+                while True:
+                    w0, c0 = time.perf_counter(), time.thread_time()
+                    try:
+                        next(it)
+                    except StopIteration:
+                        break
+                    loop.append((time.perf_counter() - w0, time.thread_time() - c0))
+                    time.sleep(a.step_ms / 1000)
             pinned = loader._pin
     finally:
         loader_module.MinatoLoader._take = take
