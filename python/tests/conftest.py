@@ -18,3 +18,13 @@ def dataset(tmp_path_factory):
                     "--cases", "6", "--scale", "0.1", "--seed", "3"],
                    check=True, stdout=subprocess.DEVNULL)
     return str(out)
+
+
+@pytest.fixture(scope="session")
+def images(tmp_path_factory):
+    """12 generated images of 3 classes, JPEG and PNG, 64 to 1,024 pixels a side."""
+    out = tmp_path_factory.mktemp("data") / "images"
+    subprocess.run([os.path.join(REPO, "scripts", "run"), "generate", "--workload", "images",
+                    "--out", str(out), "--cases", "12", "--classes", "3", "--seed", "3"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out

@@ -1,4 +1,5 @@
-"""The 3D-UNet example, fed by the job and by PyTorch's DataLoader, alone and as two DDP ranks."""
+"""The examples, fed by the job and by PyTorch's DataLoader: the 3D-UNet alone and as two DDP
+ranks, the image classifier alone."""
 
 import csv
 import json
@@ -11,6 +12,7 @@ import pytest
 from conftest import REPO
 
 EXAMPLE = os.path.join(REPO, "python", "examples", "train_unet3d.py")
+CLASSIFIER = os.path.join(REPO, "python", "examples", "train_classifier.py")
 CASES = 6
 
 
@@ -55,3 +57,35 @@ def test_should_feed_two_ddp_ranks_their_own_queues_with_equal_steps(dataset, tm
         assert all((e * CASES + i) % 2 == rank for e, i, _, _ in rows[rank])
     both = sorted((e, i) for r in rows for e, i, _, _ in r)
     assert both == [(e, i) for e in range(3) for i in range(CASES)]
+
+
+def test_should_train_the_classifier_on_the_same_images_under_either_loader(images, tmp_path):
+    trained = {}
+    for loader in ("minato", "torch"):
+        report, tr = tmp_path / f"{loader}.json", tmp_path / f"{loader}.csv"
+        # A real step: the small CNN on 32-pixel crops, 3 images held out of 12.
+        subprocess.run([sys.executable, CLASSIFIER, "--loader", loader, "--data", str(images),
+                        "--crop", "32", "--epochs", "2", "--batch", "3", "--workers", "2",
+                        "--eval-cases", "3", "--report", str(report), "--trace", str(tr)],
+                       check=True, cwd=tmp_path)
+        r = json.loads(report.read_text())
+        assert r["steps"] == 2 * 9 // 3 and r["samples"]["delivered"] == 2 * 9
+        assert r["accelerator"]["kind"] == "cpu" and r["crop"] == 32
+        assert r["loss"]["first"] > 0 and r["prep_ms"]["sum"] > 0
+        with open(tr) as f:
+            rows = list(csv.DictReader(f))
+        if loader == "minato":
+            assert sorted((int(r["epoch"]), int(r["index"])) for r in rows) == \
+                [(e, i) for e in range(2) for i in range(9)]
+        trained[loader] = sorted(r["case"] for r in rows)
+    # The same 9 images, twice each, whichever loader read the folder and held 3 out.
+    assert trained["minato"] == trained["torch"] and len(set(trained["torch"])) == 9
+
+
+def test_should_refuse_to_hold_out_more_images_than_the_classes_can_spare(images, tmp_path):
+    run = subprocess.run([sys.executable, CLASSIFIER, "--loader", "torch", "--data", str(images),
+                          "--eval-cases", "10", "--step-ms", "1"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 1
+    assert run.stderr.strip() == ("error: cannot hold out 10 of 12 images for evaluation; every "
+                                  "class must keep one to train on (at most 9)")

@@ -2,26 +2,14 @@
 user expects them, and a broken image as the job sees it, from the Python side."""
 
 import json
-import os
 import shutil
-import subprocess
 
 import pytest
 import torch
 
-from conftest import REPO
 from minato_flink import LoaderError, launch
 
-IMAGES, CLASSES = 12, 3
-
-
-@pytest.fixture(scope="session")
-def images(tmp_path_factory):
-    out = tmp_path_factory.mktemp("data") / "images"
-    subprocess.run([os.path.join(REPO, "scripts", "run"), "generate", "--workload", "images",
-                    "--out", str(out), "--cases", str(IMAGES), "--classes", str(CLASSES),
-                    "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
-    return out
+IMAGES = 12  # the images fixture's
 
 
 @pytest.fixture
