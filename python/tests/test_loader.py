@@ -1,11 +1,14 @@
 """MinatoLoader against the real serving job: every (epoch, index) once, across a training
 process's crash and the job's own, and the refusals a user meets."""
 
+import csv
+import json
 import os
 import pathlib
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -198,3 +201,35 @@ def test_should_go_on_checkpointing_while_no_process_is_connected(dataset, tmp_p
         assert sum(len(b) for b in every_batch(back)) == 200 * CASES - 20
     finally:
         job.close()
+
+
+def test_should_leave_the_runs_last_odd_sample_out_of_two_ranks_and_of_the_report(dataset, tmp_path):
+    """5 training cases x 3 epochs over 2 ranks: 7 samples each; the 15th is trained by neither, so
+    the job's report counts it dropped and its trace does not list it."""
+    run, report, trace_file = str(tmp_path / "run"), tmp_path / "r.json", tmp_path / "t.csv"
+    loaders = [launch(dataset, rank=0, ranks=2, epochs=3, batch=2, patch=16, run_dir=run,
+                      extra_args=["--eval-cases", "1", "--report", str(report),
+                                  "--trace", str(trace_file)])]
+    loaders.append(MinatoLoader(run_dir=run, rank=1))
+    seen = [[], []]
+
+    def take(rank):
+        seen[rank] += [s for batch in every_batch(loaders[rank]) for s in ids(batch)]
+
+    threads = [threading.Thread(target=take, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    job = loaders[0]._job
+    assert job.wait(60) == 0
+    for loader in loaders:
+        loader.close()
+    assert len(seen[0]) == len(seen[1]) == 7
+    trained = sorted(seen[0] + seen[1])
+    assert len(set(trained)) == 14
+    samples = json.loads(report.read_text())["samples"]
+    assert (samples["delivered"], samples["dropped"]) == (14, 1)
+    with open(trace_file) as f:
+        traced = sorted((int(r["epoch"]), int(r["index"])) for r in csv.DictReader(f))
+    assert traced == trained

@@ -1,6 +1,7 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
+import io.minato.sample.SampleTask;
 import io.minato.trainer.gpu.GpuMonitor;
 import java.nio.file.Path;
 
@@ -93,6 +94,16 @@ public interface Accelerator extends AutoCloseable {
      */
     default boolean idleStep() throws Exception {
         return false;
+    }
+
+    /**
+     * Whether this device trains {@code task} at all. One that does not is left out of its batch
+     * before the step, as a bad sample is: not trained, not in the trace, and the report counts it
+     * dropped. A serving device leaves out the run's last samples that would give its ranks unequal
+     * steps; every sample by default.
+     */
+    default boolean takes(SampleTask task) {
+        return true;
     }
 
     /**

@@ -620,11 +620,12 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 }
 
                 // Preparing a sample again is the loader's work, not the device's: before the
-                // step's clock starts.
-                Batch full = preparedAgain.materialized(batch);
+                // step's clock starts, and only for the samples the device takes.
+                Batch full = preparedAgain.materialized(taken(batch));
                 if (full.samples().isEmpty()) {
-                    // Every sample of the batch was left out (--on-bad-sample skip): alone, no
-                    // step; a replica joins the others' step empty-handed.
+                    // Every sample of the batch was left out (--on-bad-sample skip, or not taken
+                    // by the device): alone, no step; a replica joins the others' step
+                    // empty-handed.
                     accelerator.stepWithoutSamples();
                     lock.lock();
                     try {
@@ -685,6 +686,23 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 lock.unlock();
             }
         }
+    }
+
+    /**
+     * The batch without the samples the accelerator does not take ({@link Accelerator#takes}): they
+     * are neither trained nor traced, and the report counts them dropped.
+     */
+    private Batch taken(Batch batch) {
+        List<PreparedSample> samples = batch.samples();
+        List<PreparedSample> kept = new ArrayList<>(samples.size());
+        for (PreparedSample s : samples) {
+            // A sample left out keeps its patch: the queued batch still refers to it until the
+            // step is over, and the few such samples of a run are not worth the pool.
+            if (accelerator.takes(s.task())) {
+                kept.add(s);
+            }
+        }
+        return kept.size() == samples.size() ? batch : batch.withSamples(kept);
     }
 
     /** Out of data while replicas still train: this device joins their steps empty-handed. */

@@ -170,6 +170,12 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
         }
     }
 
+    /** The run's last {@code E * N mod G} samples are left out: every rank the same steps. */
+    @Override
+    public boolean takes(SampleTask task) {
+        return usable(task);
+    }
+
     private boolean usable(SampleTask t) {
         return (long) t.epoch() * config.samplesPerEpoch + t.index() < usable;
     }
