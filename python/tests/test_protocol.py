@@ -103,6 +103,8 @@ def test_should_stop_in_one_line_at_a_batch_message_it_cannot_read(changes, mess
     ({"version": 1, "rank": 0, "consumed": [3]}, "bad loader state"),
     ({"version": 1, "rank": 0, "consumed": {}, "epoch": "two"}, "bad loader state"),
     ({"version": 1, "rank": 0, "consumed": {}, "steps": -1}, "bad loader state: step -1"),
+    ({"version": 1, "rank": 0, "consumed": {"0": "z:AQI="}}, "bad loader state: consumed samples "
+                                                            "of epoch '0'"),
 ])
 def test_should_refuse_in_one_line_a_state_that_is_not_its_own(state, message):
     loader = MinatoLoader("127.0.0.1:9", rank=0)
@@ -284,3 +286,21 @@ def test_should_never_step_a_schedule_sized_by_len_past_its_end():
     finally:
         loader.close()
         peer.close()
+
+
+def test_should_keep_a_finished_epoch_in_a_few_hundred_bytes_and_read_plain_bitmaps():
+    from minato_flink.consumed import ConsumedSet
+    consumed = ConsumedSet()
+    for epoch, end in ((0, 1_000_000), (1, 1_000_000), (2, 500_000)):
+        for index in range(3, end, 8):  # rank 3 of 8
+            consumed.add(epoch, index)
+    wire = consumed.to_wire()
+    assert all(v.startswith("z:") for v in wire.values())
+    assert len(wire["0"]) < 300 and len(wire["1"]) < 300  # 125,000 bytes of bitmap each
+    back = ConsumedSet.from_wire(wire)
+    assert len(back) == len(consumed) == 2 * 125_000 + 62_500
+    assert (2, 499_995) in back and (2, 500_003) not in back and (0, 4) not in back
+    consumed.add(2, 500_003)  # the epoch's compressed form is made again
+    assert (2, 500_003) in ConsumedSet.from_wire(consumed.to_wire())
+    plain = ConsumedSet.from_wire({"0": "AQI="})  # a state saved before compression
+    assert (0, 0) in plain and (0, 9) in plain and len(plain) == 2
