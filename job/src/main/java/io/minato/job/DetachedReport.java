@@ -13,7 +13,6 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,15 +23,16 @@ import org.slf4j.LoggerFactory;
  * TrainerSink.RunEnd}) reads the accumulators the operators wrote into the run directory as they
  * closed ({@link AccumulatorFiles}), and the trainers' summaries and traces there, and writes
  * {@code RUN/report.json} (and {@code --report}), the merged trace ({@code --trace}, else {@code
- * RUN/trace.csv}), {@code RUN/summary.txt}, the line an attached client prints, and the plot of the
- * preparation times ({@code prep-times.png}, unless {@code --no-plots}). Before the report, that
- * trainer scores the saved model on the held-out samples ({@link HeldOutEvaluation}) in its own
- * TaskManager, its progress lines in that TaskManager's log; an evaluation that fails leaves the
- * report without its score and the reason in {@code RUN/evaluation-error.txt}. What only a client
- * has is absent: its CPU and memory readings, and the plot of busy and CPU over time, which needs
- * them. A report that cannot be written leaves its reason in {@code RUN/report-error.txt} and the
- * TaskManager's log; a failed or cancelled job writes none (its checkpoints stay for {@code
- * --resume}).
+ * RUN/trace.csv}), {@code RUN/summary.txt}, the line an attached client prints, and the plots of
+ * the accelerators' busy share over time, from the steps' times in the traces, and of the
+ * preparation times ({@code usage.png}, {@code prep-times.png}, unless {@code --no-plots}). Before
+ * the report, that trainer scores the saved model on the held-out samples ({@link
+ * HeldOutEvaluation}) in its own TaskManager, its progress lines in that TaskManager's log; an
+ * evaluation that fails leaves the report without its score and the reason in {@code
+ * RUN/evaluation-error.txt}. What only a client has is absent: its CPU and memory readings, and
+ * with them the CPU line of the usage plot. A report that cannot be written leaves its reason in
+ * {@code RUN/report-error.txt} and the TaskManager's log; a failed or cancelled job writes none
+ * (its checkpoints stay for {@code --resume}).
  *
  * <p>Not a Flink {@code JobStatusHook}: the JobManager deserializes those with its own classpath
  * when a job is submitted, and this class comes in the job's jar (seen: "Failed to deserialize
@@ -110,11 +110,10 @@ final class DetachedReport implements TrainerSink.RunEnd {
         // Before the summary, which is what a follower of the run waits for.
         if (plots) {
             try {
-                RunPlots.write(
+                RunPlots.writeFromSteps(
                         dir,
-                        List.of(),
+                        TraceFiles.stepTimes(dir),
                         assembly.configuration().devices(),
-                        Runtime.getRuntime().availableProcessors(),
                         TraceFiles.prepMillisByPath(dir));
             } catch (IOException | RuntimeException | LinkageError e) {
                 // A TaskManager without fonts, say: the report stands without its plot.

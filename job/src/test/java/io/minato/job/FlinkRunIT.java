@@ -122,6 +122,7 @@ class FlinkRunIT {
         assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 12);
         assertThat(run.resolve(RunArgs.FINISHED)).exists();
         assertThat(run.resolve("prep-times.png")).isNotEmptyFile();
+        assertThat(run.resolve("usage.png")).as("busy over time, from the traces").isNotEmptyFile();
     }
 
     /**

@@ -63,9 +63,9 @@ final class DeviceOutputs implements AutoCloseable {
     }
 
     /** Appends the trace lines of a completed step. */
-    void traceStep(Batch batch, long step) throws IOException {
+    void traceStep(Batch batch, long step, long startMillis, long endMillis) throws IOException {
         if (trace != null) {
-            trace.append(batch, step);
+            trace.append(batch, step, startMillis, endMillis);
         }
     }
 

@@ -22,10 +22,50 @@ import java.util.stream.Stream;
 public final class TraceFiles {
 
     /**
-     * The header of the merged trace (CONTRACT.md). Per-device files have no header and one more
-     * column, the sample's preparation CPU time in microseconds, which the report reads.
+     * The header of the merged trace (CONTRACT.md). Per-device files have no header and three more
+     * columns, which the report reads: the sample's preparation CPU time in microseconds, and the
+     * wall-clock millis its step started and ended at (files of runs before the step times were
+     * traced have the first only).
      */
     public static final String HEADER = "epoch,index,case,device,step,path";
+
+    /** One per-device line: where its contract part ends, and what follows. */
+    private record DeviceLine(
+            int contractEnd, SamplePath path, long prepMicros, long startMillis, long endMillis) {
+
+        /** The columns after {@code path} are read from the end: {@code case} may hold commas. */
+        static DeviceLine parse(String line) {
+            int c3 = line.lastIndexOf(',');
+            int c2 = line.lastIndexOf(',', c3 - 1);
+            int c1 = line.lastIndexOf(',', c2 - 1);
+            int c0 = c1 < 0 ? -1 : line.lastIndexOf(',', c1 - 1);
+            SamplePath path = c0 < 0 ? null : pathOf(line.substring(c0 + 1, c1));
+            if (path != null) {
+                return new DeviceLine(
+                        c1,
+                        path,
+                        Long.parseLong(line.substring(c1 + 1, c2)),
+                        Long.parseLong(line.substring(c2 + 1, c3)),
+                        Long.parseLong(line.substring(c3 + 1)));
+            }
+            // Without the step's times: ...,path,prep
+            return new DeviceLine(
+                    c3,
+                    SamplePath.valueOf(line.substring(c2 + 1, c3).toUpperCase(Locale.ROOT)),
+                    Long.parseLong(line.substring(c3 + 1)),
+                    -1,
+                    -1);
+        }
+
+        private static SamplePath pathOf(String field) {
+            for (SamplePath p : SamplePath.values()) {
+                if (p.csv().equals(field)) {
+                    return p;
+                }
+            }
+            return null;
+        }
+    }
 
     private static final Pattern DEVICE_FILE = Pattern.compile("trace-device-(\\d+)\\.csv");
 
@@ -52,7 +92,7 @@ public final class TraceFiles {
                     try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
                         for (String line = r.readLine(); line != null; line = r.readLine()) {
                             os.write(
-                                    line.substring(0, line.lastIndexOf(','))
+                                    line.substring(0, DeviceLine.parse(line).contractEnd())
                                             .getBytes(StandardCharsets.UTF_8));
                             os.write('\n');
                         }
@@ -85,14 +125,37 @@ public final class TraceFiles {
         for (Path f : deviceFiles(dir)) {
             try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
                 for (String line = r.readLine(); line != null; line = r.readLine()) {
-                    int last = line.lastIndexOf(',');
-                    String path = line.substring(line.lastIndexOf(',', last - 1) + 1, last);
-                    ms.get(SamplePath.valueOf(path.toUpperCase(Locale.ROOT)))
-                            .add(Long.parseLong(line.substring(last + 1)) / 1000.0);
+                    DeviceLine d = DeviceLine.parse(line);
+                    ms.get(d.path()).add(d.prepMicros() / 1000.0);
                 }
             }
         }
         return ms;
+    }
+
+    /**
+     * The wall-clock span of every step the devices trained, {start, end} in millis, in each
+     * device's order, devices in order: from the per-device lines (consecutive lines of one step
+     * share its times). Steps whose times were not traced are left out.
+     */
+    public static List<long[]> stepTimes(Path dir) throws IOException {
+        List<long[]> steps = new ArrayList<>();
+        for (Path f : deviceFiles(dir)) {
+            long[] last = null;
+            try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
+                for (String line = r.readLine(); line != null; line = r.readLine()) {
+                    DeviceLine d = DeviceLine.parse(line);
+                    if (d.startMillis() < 0) {
+                        continue;
+                    }
+                    if (last == null || last[0] != d.startMillis() || last[1] != d.endMillis()) {
+                        last = new long[] {d.startMillis(), d.endMillis()};
+                        steps.add(last);
+                    }
+                }
+            }
+        }
+        return steps;
     }
 
     /** The per-device trace files in {@code dir}, ordered by device. */

@@ -72,9 +72,10 @@ final class TraceWriter implements Closeable {
     }
 
     /**
-     * Appends a line for each sample of {@code batch}, trained in this device's step {@code step}.
+     * Appends a line for each sample of {@code batch}, trained in this device's step {@code step},
+     * which ran from {@code startMillis} to {@code endMillis} (wall clock).
      */
-    void append(Batch batch, long step) throws IOException {
+    void append(Batch batch, long step, long startMillis, long endMillis) throws IOException {
         StringBuilder lines = new StringBuilder(batch.samples().size() * 32);
         for (PreparedSample s : batch.samples()) {
             SampleTask t = s.task();
@@ -91,6 +92,10 @@ final class TraceWriter implements Closeable {
                     .append(s.path().csv())
                     .append(',')
                     .append(s.prepCpuNanos() / 1000)
+                    .append(',')
+                    .append(startMillis)
+                    .append(',')
+                    .append(endMillis)
                     .append('\n');
         }
         ByteBuffer bytes = ByteBuffer.wrap(lines.toString().getBytes(StandardCharsets.UTF_8));

@@ -643,7 +643,7 @@ public final class TrainerSinkWriter implements AutoCloseable {
                 long endMillis = System.currentTimeMillis();
                 // Trace lines only for completed steps, before the step counts as done, so that a
                 // checkpoint's committed trace length covers exactly its steps.
-                outputs.traceStep(full, step);
+                outputs.traceStep(full, step, startMillis, endMillis);
 
                 lock.lock();
                 try {

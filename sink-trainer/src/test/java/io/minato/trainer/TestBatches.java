@@ -92,7 +92,8 @@ final class TestBatches {
 
     /**
      * The lines a device's trace file gets for {@code batch} trained in step {@code step}: the
-     * contract's columns plus the preparation CPU microseconds.
+     * contract's columns plus the preparation CPU microseconds (then the step's start and end
+     * millis, which these leave out).
      */
     static List<String> traceLines(Batch batch, long step) {
         List<String> lines = new ArrayList<>();

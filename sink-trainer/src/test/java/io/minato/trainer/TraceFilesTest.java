@@ -22,9 +22,11 @@ class TraceFilesTest {
 
     @Test
     void shouldMergeDeviceFilesInDeviceOrderUnderOneHeader() throws IOException {
+        // Device 10's line is of a run before the steps' times were traced: read as well.
         Files.writeString(TraceFiles.deviceFile(dir, 10), "0,5,1,10,0,slow,2500\n");
         Files.writeString(
-                TraceFiles.deviceFile(dir, 2), "0,1,0,2,0,fast,1000\n0,2,3,2,0,fast,250\n");
+                TraceFiles.deviceFile(dir, 2),
+                "0,1,0,2,0,fast,1000,5000,5040\n0,2,3,2,0,fast,250,5000,5040\n");
         Files.writeString(TraceFiles.deviceFile(dir, 0), "");
         Files.writeString(dir.resolve("summary-device-0.json"), "{}");
         Path out = dir.resolve("report/trace.csv");
@@ -42,6 +44,8 @@ class TraceFilesTest {
         assertThat(TraceFiles.prepMillisByPath(dir))
                 .containsEntry(SamplePath.FAST, List.of(1.0, 0.25))
                 .containsEntry(SamplePath.SLOW, List.of(2.5));
+        // One step of two samples; the old line has no times.
+        assertThat(TraceFiles.stepTimes(dir)).containsExactly(new long[] {5000, 5040});
         try (Stream<Path> left = Files.list(out.getParent())) {
             assertThat(left).as("no temporary file left").containsExactly(out);
         }
@@ -68,7 +72,8 @@ class TraceFilesTest {
                                 1_000_000L * (i + 1),
                                 null));
             }
-            w.append(new Batch(0, 0, samples), 4);
+            w.append(new Batch(0, 0, samples), 4, 1000, 1250);
+            w.append(new Batch(0, 1, samples.subList(0, 1)), 5, 1250, 1300);
         }
         Path out = dir.resolve("trace.csv");
         TraceFiles.merge(dir, out);
@@ -78,8 +83,11 @@ class TraceFilesTest {
                         TraceFiles.HEADER,
                         "0,0,cats/plain.jpg,0,4,fast",
                         "0,1,\"dogs/a,b.png\",0,4,fast",
-                        "0,2,\"ünï/\"\"q\"\".jpg\",0,4,fast");
-        assertThat(TraceFiles.prepMillis(dir)).containsExactly(1.0, 2.0, 3.0);
+                        "0,2,\"ünï/\"\"q\"\".jpg\",0,4,fast",
+                        "0,0,cats/plain.jpg,0,5,fast");
+        assertThat(TraceFiles.prepMillis(dir)).containsExactly(1.0, 2.0, 3.0, 1.0);
+        assertThat(TraceFiles.stepTimes(dir))
+                .containsExactly(new long[] {1000, 1250}, new long[] {1250, 1300});
     }
 
     @Test

@@ -21,9 +21,10 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
 /**
  * A run's own plots, written into its run directory when it ends: {@value #USAGE}, the
  * accelerators' busy share and the process's CPU use over time (as the MinatoLoader artifact's
- * usage plots: a loader that keeps the accelerator fed shows busy near 100 %); and {@value
- * #PREP_TIMES}, how the samples' preparation CPU times spread, fast path and slow path apart (on
- * logarithmic bins: the tail is what the split is about). Drawn with XChart.
+ * usage plots: a loader that keeps the accelerator fed shows busy near 100 %; a detached run's
+ * shows the busy share only, from the steps' times in its traces); and {@value #PREP_TIMES}, how
+ * the samples' preparation CPU times spread, fast path and slow path apart (on logarithmic bins:
+ * the tail is what the split is about). Drawn with XChart.
  */
 public final class RunPlots {
     public static final String USAGE = "usage.png";
@@ -38,7 +39,8 @@ public final class RunPlots {
 
     /**
      * The usage over time: seconds since the first reading (taken as the job is submitted, so the
-     * embedded cluster's start shows as CPU without busy), and percentages of capacity.
+     * embedded cluster's start shows as CPU without busy), and percentages of capacity; {@code
+     * cpuPercent} null where only the steps' times are known.
      */
     record Usage(double[] seconds, double[] busyPercent, double[] cpuPercent) {}
 
@@ -58,8 +60,24 @@ public final class RunPlots {
             int cores,
             Map<SamplePath, List<Double>> prepMillis)
             throws IOException {
+        return write(dir, usage(samples, devices, cores), devices, cores, prepMillis);
+    }
+
+    /**
+     * Writes the plots of a run no process of its own watched ({@code flink run -d}): the
+     * accelerators' busy share over time from the {@code steps} they trained, {start, end} wall
+     * millis each (the traces keep them), without a CPU line; preparation times as {@link #write}.
+     */
+    public static List<Path> writeFromSteps(
+            Path dir, List<long[]> steps, int devices, Map<SamplePath, List<Double>> prepMillis)
+            throws IOException {
+        return write(dir, busyFromSteps(steps, devices), devices, 0, prepMillis);
+    }
+
+    private static List<Path> write(
+            Path dir, Usage usage, int devices, int cores, Map<SamplePath, List<Double>> prepMillis)
+            throws IOException {
         List<Path> written = new ArrayList<>();
-        Usage usage = usage(samples, devices, cores);
         if (usage != null) {
             written.add(ChartFiles.save(usageChart(usage, devices, cores), dir.resolve(USAGE)));
         }
@@ -121,6 +139,47 @@ public final class RunPlots {
         return new Usage(x, busy, cpu);
     }
 
+    /**
+     * The devices' busy share in each second from the first step's start to the last step's end:
+     * the part of every step's span that falls in the second, over {@code devices} seconds; each
+     * second's share at its start and at its end, a step line. Null without a step.
+     */
+    static Usage busyFromSteps(List<long[]> steps, int devices) {
+        if (steps.isEmpty() || devices < 1) {
+            return null;
+        }
+        long t0 = Long.MAX_VALUE;
+        long t1 = Long.MIN_VALUE;
+        for (long[] s : steps) {
+            t0 = Math.min(t0, s[0]);
+            t1 = Math.max(t1, s[1]);
+        }
+        int windows = (int) Math.max(1, (t1 - t0 + WINDOW_MILLIS - 1) / WINDOW_MILLIS);
+        double[] busyMillis = new double[windows];
+        for (long[] s : steps) {
+            if (s[1] <= s[0]) {
+                continue;
+            }
+            int last = (int) Math.min(windows - 1, (s[1] - 1 - t0) / WINDOW_MILLIS);
+            for (int w = (int) ((s[0] - t0) / WINDOW_MILLIS); w <= last; w++) {
+                long from = t0 + w * WINDOW_MILLIS;
+                busyMillis[w] += Math.min(s[1], from + WINDOW_MILLIS) - Math.max(s[0], from);
+            }
+        }
+        // A step line: each second's share from its start to its end; the last second ends with
+        // the last step.
+        double[] x = new double[2 * windows];
+        double[] busy = new double[2 * windows];
+        for (int w = 0; w < windows; w++) {
+            long from = w * WINDOW_MILLIS;
+            long to = Math.min(from + WINDOW_MILLIS, t1 - t0);
+            x[2 * w] = from / 1000.0;
+            x[2 * w + 1] = to / 1000.0;
+            busy[2 * w] = busy[2 * w + 1] = share(busyMillis[w], (double) (to - from) * devices);
+        }
+        return new Usage(x, busy, null);
+    }
+
     private static double share(double used, double capacity) {
         return Math.max(0, Math.min(100, 100 * used / capacity));
     }
@@ -167,12 +226,19 @@ public final class RunPlots {
     }
 
     private static XYChart usageChart(Usage u, int devices, int cores) {
+        boolean cpu = u.cpuPercent() != null;
         XYChart chart =
                 new XYChartBuilder()
                         .width(WIDTH)
                         .height(HEIGHT)
-                        .title("Accelerator busy and CPU use over the run")
-                        .xAxisTitle("seconds since the job was submitted")
+                        .title(
+                                cpu
+                                        ? "Accelerator busy and CPU use over the run"
+                                        : "Accelerator busy over the run")
+                        .xAxisTitle(
+                                cpu
+                                        ? "seconds since the job was submitted"
+                                        : "seconds since the first step began")
                         .yAxisTitle("% of capacity")
                         .build();
         XYStyler style = chart.getStyler();
@@ -181,7 +247,9 @@ public final class RunPlots {
         style.setLegendPosition(Styler.LegendPosition.OutsideS);
         style.setChartBackgroundColor(Color.WHITE);
         line(chart, "accelerator busy (" + devices + " device(s))", u.seconds(), u.busyPercent());
-        line(chart, "process CPU (" + cores + " cores)", u.seconds(), u.cpuPercent());
+        if (cpu) {
+            line(chart, "process CPU (" + cores + " cores)", u.seconds(), u.cpuPercent());
+        }
         return chart;
     }
 

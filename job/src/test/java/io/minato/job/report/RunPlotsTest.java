@@ -126,6 +126,38 @@ class RunPlotsTest {
     }
 
     @Test
+    void shouldShareTheStepsSpansOverEachSecondAndTheDevices() {
+        // Two devices: one busy 0-1500 ms, the other 500-1000 and 1800-2100 ms (a restore's gap).
+        RunPlots.Usage u =
+                RunPlots.busyFromSteps(
+                        List.of(
+                                new long[] {10_000, 10_750},
+                                new long[] {10_750, 11_500},
+                                new long[] {10_500, 11_000},
+                                new long[] {11_800, 12_100}),
+                        2);
+        assertThat(u.seconds()).containsExactly(0.0, 1.0, 1.0, 2.0, 2.0, 2.1);
+        // Second 1: 1000 + 500 ms of 2000; second 2: 500 + 200; the last 100 ms: 100 of 200.
+        assertThat(u.busyPercent()).containsExactly(75.0, 75.0, 35.0, 35.0, 50.0, 50.0);
+        assertThat(u.cpuPercent()).as("no CPU without a client's readings").isNull();
+        assertThat(RunPlots.busyFromSteps(List.of(), 1)).isNull();
+    }
+
+    @Test
+    void shouldDrawADetachedRunsBusyShareFromItsSteps() throws Exception {
+        List<Path> written =
+                RunPlots.writeFromSteps(
+                        dir,
+                        List.of(new long[] {0, 900}, new long[] {900, 2100}),
+                        1,
+                        Map.of(SamplePath.FAST, List.of(3.0), SamplePath.SLOW, List.of()));
+        assertThat(written)
+                .containsExactly(dir.resolve(RunPlots.USAGE), dir.resolve(RunPlots.PREP_TIMES));
+        assertThat(ImageIO.read(dir.resolve(RunPlots.USAGE).toFile()).getWidth())
+                .isEqualTo(RunPlots.WIDTH);
+    }
+
+    @Test
     void shouldWriteOnlyThePlotsThereIsDataFor() throws Exception {
         assertThat(
                         RunPlots.write(
