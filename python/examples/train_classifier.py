@@ -115,7 +115,7 @@ class ImageTrain(torch.utils.data.Dataset):
         _, path, label = self.images[idx]
         with open(path, "rb") as f:
             image = Image.open(f).convert("RGB")  # torchvision's pil_loader
-        return self.transform(image), label, torch.tensor([idx, time.thread_time() - c0])
+        return self.transform(image), label, training_loop.sample_meta(idx, c0)
 
 
 def torch_batches(a, ranks, images):
@@ -126,14 +126,7 @@ def torch_batches(a, ranks, images):
     dl = torch.utils.data.DataLoader(ds, batch_size=a.batch, sampler=sampler, drop_last=True,
                                      num_workers=a.workers, pin_memory=ranks.cuda,
                                      persistent_workers=True)
-    prep = []
-    for epoch in range(a.epochs):
-        sampler.set_epoch(epoch)
-        for image, label, meta in dl:
-            prep += meta[:, 1].tolist()
-            rows = [(epoch, int(i), images[int(i)][0], "fast") for i in meta[:, 0].tolist()]
-            yield image, label, rows
-    a.prep_s = prep
+    return training_loop.dataloader_batches(a, dl, sampler, lambda i: images[i][0])
 
 
 def small_cnn(classes, width=1.0):

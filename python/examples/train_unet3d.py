@@ -68,7 +68,7 @@ class KitsTrain(torch.utils.data.Dataset):
             half = data["image"][:, : data["image"].shape[1] // 2]
             for _ in range(self.tail[1] - 1):  # the job's tail knob: extra noise, thrown away
                 np.random.normal(0.0, 0.1, size=half.shape).astype(np.float32)
-        return data["image"], data["label"], torch.tensor([idx, time.thread_time() - c0])
+        return data["image"], data["label"], training_loop.sample_meta(idx, c0)
 
 
 def case_number(path):
@@ -88,14 +88,7 @@ def torch_batches(a, rank, ranks):
     dl = torch.utils.data.DataLoader(ds, batch_size=a.batch, sampler=sampler, drop_last=True,
                                      num_workers=a.workers, pin_memory=a.device == "cuda",
                                      persistent_workers=True)
-    prep = []
-    for epoch in range(a.epochs):
-        sampler.set_epoch(epoch)
-        for image, label, meta in dl:
-            prep += meta[:, 1].tolist()
-            rows = [(epoch, int(i), case_number(xs[int(i)]), "fast") for i in meta[:, 0].tolist()]
-            yield image, label, rows
-    a.prep_s = prep
+    return training_loop.dataloader_batches(a, dl, sampler, lambda i: case_number(xs[i]))
 
 
 def main(argv=None):

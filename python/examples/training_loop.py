@@ -113,7 +113,43 @@ def minato_batches(a, ranks, holder, data, patch, extra):
         for b in loader:
             rows = [(int(e), int(i), c, p)
                     for (e, i), c, p in zip(b.samples.tolist(), b.cases, b.paths)]
-            yield b.image, b.label, rows
+            yield b.image, b.label, rows, None
+
+
+def sample_meta(index, cpu0):
+    """What a Dataset's __getitem__ returns beside its sample, for dataloader_batches: the index,
+    the sample's CPU seconds since `cpu0` (time.thread_time()), and the wall clock it was done at
+    (float64: seconds since 1970 need more digits than float32 has)."""
+    return torch.tensor([index, time.thread_time() - cpu0, time.time()], dtype=torch.float64)
+
+
+def dataloader_batches(a, loader, sampler, name):
+    """PyTorch's DataLoader side of an example: (image, label, trace rows, ready) a batch, where
+    `ready` is when its last sample was done (for the head-of-line split); `name(index)` is the
+    trace's case. Sets a.prep_s, each sample's preparation CPU seconds, at the end."""
+    prep = []
+    for epoch in range(a.epochs):
+        sampler.set_epoch(epoch)
+        for image, label, meta in loader:
+            prep += meta[:, 1].tolist()
+            rows = [(epoch, int(i), name(int(i)), "fast") for i in meta[:, 0].tolist()]
+            yield image, label, rows, float(meta[:, 2].max())
+    a.prep_s = prep
+
+
+def head_of_line(asked, got, ready):
+    """Of each wait from asked[i] to got[i] for in-order batch i, the part during which a later
+    batch was already ready (ready[j] for j > i: its samples were all done) while the loop waited
+    for this one: the head-of-line blocking of a loader that hands batches out in order. None
+    where readiness is not known."""
+    if not ready or any(r is None for r in ready):
+        return None
+    held = 0.0
+    later = float("inf")
+    for i in range(len(ready) - 1, -1, -1):
+        held += max(0.0, got[i] - max(asked[i], later))
+        later = min(later, ready[i])
+    return held
 
 
 def prep_ms(seconds):
@@ -128,7 +164,7 @@ def prep_ms(seconds):
 def train(a, ranks, torch_batches, minato_data, step, report_fields):
     """Runs the loop over --loader's batches and writes the report and the trace.
 
-    torch_batches(): PyTorch's DataLoader side, yielding (image, label, rows) and setting a.prep_s;
+    torch_batches(): PyTorch's DataLoader side (dataloader_batches);
     minato_data: (data, patch, extra job options) for the job; step(image, label) trains one batch
     on the device and returns its loss, None under --step-ms; report_fields: the example's own."""
     holder = []
@@ -142,15 +178,16 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields):
         batches = torch_batches()
     cuda, dev, simulated = ranks.cuda, ranks.device, a.step_ms is not None
     trace, losses, events = [], [], []
+    asked, got, ready = [], [], []  # wall clock, for the head-of-line split
     gpu = GpuSampler(dev) if cuda else None
     busy = wait = 0.0
     steps = samples = 0
     start = time.perf_counter()
     try:
         while True:
-            w0 = time.perf_counter()
+            w0, a0 = time.perf_counter(), time.time()
             try:
-                image, label, rows = next(batches)
+                image, label, rows, done = next(batches)
             except StopIteration:
                 if cuda:
                     torch.cuda.synchronize()
@@ -158,6 +195,9 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields):
                 break
             s0 = time.perf_counter()
             wait += s0 - w0
+            asked.append(a0)
+            got.append(a0 + (s0 - w0))
+            ready.append(done)
             if simulated:
                 time.sleep(a.step_ms / 1000)
             else:
@@ -190,7 +230,7 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields):
               "accelerator": {"kind": "simulated" if simulated else dev.type,
                               "busy_fraction": round(busy / wall, 4) if wall else None,
                               "wait_s": round(wait, 3)},
-              "stall": {"wait_s": round(wait, 3)},
+              "stall": stall(wait, head_of_line(asked, got, ready) if a.loader == "torch" else 0.0),
               "cpu": {"cores": os.cpu_count()},
               "loss": {"first": float(losses[0]) if losses else None,
                        "last": float(losses[-1]) if losses else None}}
@@ -222,6 +262,16 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields):
             for row in trace:
                 f.write(",".join(str(x) for x in row) + "\n")
     return report
+
+
+def stall(wait, held):
+    """The report's stall split, as train's: the job's batches hold no prepared sample behind an
+    unfinished one, so its wait is all behind; a DataLoader's wait is head-of-line while a later
+    batch was ready."""
+    held = min(wait, held) if held is not None else None
+    return {"wait_s": round(wait, 3),
+            "head_of_line_s": None if held is None else round(held, 3),
+            "behind_s": None if held is None else round(wait - held, 3)}
 
 
 def main(run):

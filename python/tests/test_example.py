@@ -32,6 +32,10 @@ def test_should_train_every_sample_once_and_report_as_train_does(dataset, tmp_pa
     assert r["steps"] == 2 * CASES // 2 and r["samples"]["delivered"] == 2 * CASES
     assert r["accelerator"]["kind"] == "simulated" and 0 < r["accelerator"]["busy_fraction"] <= 1
     assert r["prep_ms"]["sum"] > 0 and r["bound_s"] > 0 and r["wall_s"] >= r["bound_s"] * 0.5
+    stall = r["stall"]
+    assert stall["head_of_line_s"] + stall["behind_s"] == pytest.approx(stall["wait_s"], abs=2e-3)
+    if loader == "minato":  # the job holds no prepared sample behind an unfinished one
+        assert stall["head_of_line_s"] == 0
     rows = trace(tr)
     if loader == "minato":  # the job's epochs are shuffled positions; torch's, dataset indices
         assert sorted((e, i) for e, i, _, _ in rows) == [(e, i) for e in range(2) for i in range(CASES)]
@@ -89,3 +93,12 @@ def test_should_refuse_to_hold_out_more_images_than_the_classes_can_spare(images
     assert run.returncode == 1
     assert run.stderr.strip() == ("error: cannot hold out 10 of 12 images for evaluation; every "
                                   "class must keep one to train on (at most 9)")
+
+
+def test_should_count_as_head_of_line_only_a_wait_while_a_later_batch_was_ready():
+    sys.path.insert(0, os.path.dirname(EXAMPLE))
+    from training_loop import head_of_line
+    # Batch 0 waited 0-10 s, batch 1 was ready at 4 s: 6 s held. Batch 1 then came at once;
+    # batch 2 waited 10-12 s with nothing ready behind it: behind, not held.
+    assert head_of_line([0, 10, 10], [10, 10, 12], [10, 4, 12]) == 6
+    assert head_of_line([0], [3], [None]) is None
