@@ -12,16 +12,27 @@ _REPO_LAUNCHER = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "
 
 
 def _launcher():
-    """MINATO_LAUNCHER (a command line), else the repository's scripts/run."""
+    """MINATO_LAUNCHER (a command line), else the repository's scripts/run: the one beside this
+    package when it is used from the repository (PYTHONPATH=python), else, for a package
+    installed with pip, the checkout the script runs in (the working directory or one above)."""
     given = os.environ.get("MINATO_LAUNCHER")
     if given:
         return shlex.split(given)
     path = os.path.normpath(_REPO_LAUNCHER)
-    if not os.path.exists(path):
-        raise LoaderError(
-            f"no launcher: {path} does not exist; set MINATO_LAUNCHER to a command that takes"
-            " scripts/run's subcommands")
-    return [path]
+    if os.path.exists(path):
+        return [path]
+    here = os.getcwd()
+    while True:
+        candidate = os.path.join(here, "scripts", "run")
+        if os.path.exists(candidate) and os.path.isdir(os.path.join(here, "python", "minato_flink")):
+            return [candidate]
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    raise LoaderError(
+        f"no launcher: neither {path} nor a minato-flink checkout at or above {os.getcwd()};"
+        " set MINATO_LAUNCHER to a command that takes scripts/run's subcommands")
 
 
 class EmbeddedJob:

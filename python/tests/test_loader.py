@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -233,3 +234,14 @@ def test_should_leave_the_runs_last_odd_sample_out_of_two_ranks_and_of_the_repor
     with open(trace_file) as f:
         traced = sorted((int(r["epoch"]), int(r["index"])) for r in csv.DictReader(f))
     assert traced == trained
+
+
+def test_should_find_the_checkouts_launcher_for_a_package_installed_elsewhere(tmp_path, monkeypatch):
+    launch_module = sys.modules["minato_flink.launch"]  # the package's name `launch` is the function
+    monkeypatch.delenv("MINATO_LAUNCHER", raising=False)
+    monkeypatch.setattr(launch_module, "_REPO_LAUNCHER", str(tmp_path / "site" / "scripts" / "run"))
+    monkeypatch.chdir(os.path.join(REPO, "python", "tests"))  # a script run inside the checkout
+    assert launch_module._launcher() == [os.path.join(REPO, "scripts", "run")]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LoaderError, match=r"no launcher: .*set MINATO_LAUNCHER"):
+        launch_module._launcher()
