@@ -80,20 +80,23 @@ def scan(data):
 
 
 def split(classes, images, held):
-    """The images to train on, in name order, after holding `held` out as the job's
-    ImageFolder.split does: in turn over the classes, the last image of each that keeps one."""
-    by_class = [[im for im in images if im[2] == c] for c in range(len(classes))]
+    """(the images to train on, in name order; those held out, in name order), holding `held` out
+    as the job's ImageFolder.split does: in turn over the classes, the last image of each that
+    keeps one."""
+    by_class = [[] for _ in classes]
+    for im in images:
+        by_class[im[2]].append(im)
     spare = sum(max(0, len(b) - 1) for b in by_class)
     if held > spare:
         sys.exit(f"error: cannot hold out {held} of {len(images)} images for evaluation; every "
                  f"class must keep one to train on (at most {spare})")
-    taken = 0
-    while taken < held:
+    held_out = []
+    while len(held_out) < held:
         for b in by_class:
-            if taken < held and len(b) > 1:
-                b.pop()
-                taken += 1
-    return sorted((im for b in by_class for im in b), key=lambda im: im[0])
+            if len(held_out) < held and len(b) > 1:
+                held_out.append(b.pop())
+    by_name = lambda im: im[0]  # noqa: E731
+    return sorted((im for b in by_class for im in b), key=by_name), sorted(held_out, key=by_name)
 
 
 class ImageTrain(torch.utils.data.Dataset):
@@ -127,6 +130,25 @@ def torch_batches(a, ranks, images):
                                      num_workers=a.workers, pin_memory=ranks.cuda,
                                      persistent_workers=True)
     return training_loop.dataloader_batches(a, dl, sampler, lambda i: images[i][0])
+
+
+def accuracy(model, images, crop, device):
+    """Top-1 accuracy on `images` with torchvision's evaluation recipe (the shorter side resized
+    to crop * 256 / 224, the centre crop x crop, normalised), as the job scores its own."""
+    from PIL import Image
+    from torchvision import transforms as T
+    transform = T.Compose([T.Resize(crop * 256 // 224), T.CenterCrop(crop), T.ToTensor(),
+                           T.Normalize(MEAN, STD)])
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for start in range(0, len(images), 32):
+            chunk = images[start:start + 32]
+            x = torch.stack([transform(Image.open(path).convert("RGB")) for _, path, _ in chunk])
+            labels = torch.tensor([label for _, _, label in chunk])
+            correct += int((model(x.to(device)).argmax(1).cpu() == labels).sum())
+    model.train()
+    return {"accuracy": {"top1": round(correct / len(images), 4), "images": len(images)}}
 
 
 def small_cnn(classes, width=1.0):
@@ -167,9 +189,14 @@ def main(argv=None):
     extra = ["--workload", "images", "--eval-cases", str(a.eval_cases)]
     if a.cache_memory is not None:
         extra += ["--cache-memory", str(a.cache_memory)]
+    train_images, held_out = split(classes, images, a.eval_cases)
+    score = None
+    if step is not None and held_out:
+        def score():  # on rank 0 alone: the model without DDP, which would sync its buffers
+            return accuracy(getattr(model, "module", model), held_out, a.crop, ranks.device)
     training_loop.train(
-        a, ranks, lambda: torch_batches(a, ranks, split(classes, images, a.eval_cases)),
-        (a.data, a.crop, extra), step, {"crop": a.crop, "network": a.network})
+        a, ranks, lambda: torch_batches(a, ranks, train_images), (a.data, a.crop, extra), step,
+        {"crop": a.crop, "network": a.network}, score)
     ranks.close()
 
 

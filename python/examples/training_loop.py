@@ -161,12 +161,13 @@ def prep_ms(seconds):
     return figures
 
 
-def train(a, ranks, torch_batches, minato_data, step, report_fields):
+def train(a, ranks, torch_batches, minato_data, step, report_fields, evaluate=None):
     """Runs the loop over --loader's batches and writes the report and the trace.
 
     torch_batches(): PyTorch's DataLoader side (dataloader_batches);
     minato_data: (data, patch, extra job options) for the job; step(image, label) trains one batch
-    on the device and returns its loss, None under --step-ms; report_fields: the example's own."""
+    on the device and returns its loss, None under --step-ms; report_fields: the example's own;
+    evaluate(): after training, on rank 0, the report's fields that score the trained model."""
     holder = []
     launched = time.perf_counter()
     if a.loader == "minato":
@@ -251,6 +252,8 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields):
                          "utilization_mean_percent": gpu.mean()}
     print(f"{a.loader} rank {ranks.rank}: {wall:.1f} s, {steps} steps, {samples} samples "
           f"({samples / wall:.1f}/s), busy {busy / wall:.0%}, waited {wait:.1f} s", file=sys.stderr)
+    if evaluate is not None and ranks.rank == 0:
+        report.update(evaluate())
     if a.report:
         path = a.report if ranks.size == 1 else f"{a.report}.rank{ranks.rank}"
         with open(path, "w") as f:

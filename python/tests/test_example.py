@@ -76,6 +76,7 @@ def test_should_train_the_classifier_on_the_same_images_under_either_loader(imag
         assert r["steps"] == 2 * 9 // 3 and r["samples"]["delivered"] == 2 * 9
         assert r["accelerator"]["kind"] == "cpu" and r["crop"] == 32
         assert r["loss"]["first"] > 0 and r["prep_ms"]["sum"] > 0
+        assert r["accuracy"]["images"] == 3 and 0 <= r["accuracy"]["top1"] <= 1
         with open(tr) as f:
             rows = list(csv.DictReader(f))
         if loader == "minato":
