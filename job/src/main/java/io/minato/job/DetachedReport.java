@@ -110,11 +110,12 @@ final class DetachedReport implements TrainerSink.RunEnd {
         // Before the summary, which is what a follower of the run waits for.
         if (plots) {
             try {
+                TraceFiles.Timings timings = TraceFiles.timings(dir);
                 RunPlots.writeFromSteps(
                         dir,
-                        TraceFiles.stepTimes(dir),
+                        timings.steps(),
                         assembly.configuration().devices(),
-                        TraceFiles.prepMillisByPath(dir));
+                        timings.prepMillis());
             } catch (IOException | RuntimeException | LinkageError e) {
                 // A TaskManager without fonts, say: the report stands without its plot.
                 LOG.warn("no plots of the run in {}: {}", dir, e.toString());

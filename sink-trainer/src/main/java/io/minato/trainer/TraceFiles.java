@@ -118,44 +118,49 @@ public final class TraceFiles {
      * it took (both keys always there).
      */
     public static Map<SamplePath, List<Double>> prepMillisByPath(Path dir) throws IOException {
-        Map<SamplePath, List<Double>> ms = new EnumMap<>(SamplePath.class);
-        for (SamplePath path : SamplePath.values()) {
-            ms.put(path, new ArrayList<>());
-        }
-        for (Path f : deviceFiles(dir)) {
-            try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
-                for (String line = r.readLine(); line != null; line = r.readLine()) {
-                    DeviceLine d = DeviceLine.parse(line);
-                    ms.get(d.path()).add(d.prepMicros() / 1000.0);
-                }
-            }
-        }
-        return ms;
+        return timings(dir).prepMillis();
     }
 
     /**
      * The wall-clock span of every step the devices trained, {start, end} in millis, in each
-     * device's order, devices in order: from the per-device lines (consecutive lines of one step
-     * share its times). Steps whose times were not traced are left out.
+     * device's order, devices in order. Steps whose times were not traced are left out.
      */
     public static List<long[]> stepTimes(Path dir) throws IOException {
+        return timings(dir).steps();
+    }
+
+    /**
+     * What the per-device lines say of time: each trained sample's preparation CPU milliseconds by
+     * the path it took (both keys always there), and each step's {start, end} wall millis (see
+     * {@link #stepTimes}).
+     */
+    public record Timings(Map<SamplePath, List<Double>> prepMillis, List<long[]> steps) {}
+
+    /** The {@link Timings} of the per-device files in {@code dir}, read in one pass. */
+    public static Timings timings(Path dir) throws IOException {
+        Map<SamplePath, List<Double>> ms = new EnumMap<>(SamplePath.class);
+        for (SamplePath path : SamplePath.values()) {
+            ms.put(path, new ArrayList<>());
+        }
         List<long[]> steps = new ArrayList<>();
         for (Path f : deviceFiles(dir)) {
             long[] last = null;
             try (BufferedReader r = Files.newBufferedReader(f, StandardCharsets.UTF_8)) {
                 for (String line = r.readLine(); line != null; line = r.readLine()) {
                     DeviceLine d = DeviceLine.parse(line);
-                    if (d.startMillis() < 0) {
-                        continue;
-                    }
-                    if (last == null || last[0] != d.startMillis() || last[1] != d.endMillis()) {
+                    ms.get(d.path()).add(d.prepMicros() / 1000.0);
+                    // Consecutive lines of one step share its times.
+                    if (d.startMillis() >= 0
+                            && (last == null
+                                    || last[0] != d.startMillis()
+                                    || last[1] != d.endMillis())) {
                         last = new long[] {d.startMillis(), d.endMillis()};
                         steps.add(last);
                     }
                 }
             }
         }
-        return steps;
+        return new Timings(ms, steps);
     }
 
     /** The per-device trace files in {@code dir}, ordered by device. */

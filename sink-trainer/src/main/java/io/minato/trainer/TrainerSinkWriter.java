@@ -694,15 +694,20 @@ public final class TrainerSinkWriter implements AutoCloseable {
      */
     private Batch taken(Batch batch) {
         List<PreparedSample> samples = batch.samples();
-        List<PreparedSample> kept = new ArrayList<>(samples.size());
-        for (PreparedSample s : samples) {
+        List<PreparedSample> kept = null; // the batch as it is until a sample is left out
+        for (int i = 0; i < samples.size(); i++) {
+            PreparedSample s = samples.get(i);
             // A sample left out keeps its patch: the queued batch still refers to it until the
             // step is over, and the few such samples of a run are not worth the pool.
-            if (accelerator.takes(s.task())) {
+            if (!accelerator.takes(s.task())) {
+                if (kept == null) {
+                    kept = new ArrayList<>(samples.subList(0, i));
+                }
+            } else if (kept != null) {
                 kept.add(s);
             }
         }
-        return kept.size() == samples.size() ? batch : batch.withSamples(kept);
+        return kept == null ? batch : batch.withSamples(kept);
     }
 
     /** Out of data while replicas still train: this device joins their steps empty-handed. */

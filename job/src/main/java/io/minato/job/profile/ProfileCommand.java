@@ -14,11 +14,9 @@ import io.minato.stats.Distribution;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
@@ -167,22 +165,34 @@ public final class ProfileCommand implements Callable<Integer> {
         final Distribution wall = new Distribution();
         final Distribution open = new Distribution();
 
-        /** The transforms, in the order first seen. */
-        final Set<String> transforms = new LinkedHashSet<>();
+        /**
+         * Per transform, in the order first seen, over every sample: 0 where a sample had none of
+         * it (the samples before a transform first came count 0 there).
+         */
+        final Map<String, Distribution> transforms = new LinkedHashMap<>();
 
         final Map<String, Distribution> variants = new TreeMap<>();
         final Distribution later = new Distribution();
         final Map<String, Distribution> laterVariants = new TreeMap<>();
-        final List<Sample> samples = new ArrayList<>();
         Sample slowest;
 
         void add(Sample s) {
-            samples.add(s);
             double ms = s.cpuNanos() / 1e6;
+            for (String t : s.transformNanos().keySet()) {
+                transforms.computeIfAbsent(
+                        t,
+                        k -> {
+                            Distribution none = new Distribution();
+                            for (int i = 0; i < cpu.count(); i++) {
+                                none.add(0);
+                            }
+                            return none;
+                        });
+            }
+            transforms.forEach((t, d) -> d.add(s.transformNanos().getOrDefault(t, 0L) / 1e6));
             cpu.add(ms);
             wall.add(s.wallNanos() / 1e6);
             open.add(s.openNanos() / 1e6);
-            transforms.addAll(s.transformNanos().keySet());
             if (s.variant() != null) {
                 variants.computeIfAbsent(s.variant(), v -> new Distribution()).add(ms);
             }
@@ -199,19 +209,6 @@ public final class ProfileCommand implements Callable<Integer> {
             }
         }
 
-        /** Each transform's distribution over every sample, 0 where a sample had none of it. */
-        private Map<String, Distribution> perTransform() {
-            Map<String, Distribution> all = new LinkedHashMap<>();
-            for (String t : transforms) {
-                Distribution d = new Distribution();
-                for (Sample s : samples) {
-                    d.add(s.transformNanos().getOrDefault(t, 0L) / 1e6);
-                }
-                all.put(t, d);
-            }
-            return all;
-        }
-
         void print(PrintWriter out, MemoStats memo) {
             out.printf(
                     Locale.ROOT,
@@ -226,7 +223,7 @@ public final class ProfileCommand implements Callable<Integer> {
             row(out, "prepare, CPU", cpu);
             row(out, "prepare, wall", wall);
             row(out, "  open (CPU)", open);
-            perTransform().forEach((t, d) -> row(out, "  " + t + " (CPU)", d));
+            transforms.forEach((t, d) -> row(out, "  " + t + " (CPU)", d));
             variants.forEach((v, d) -> row(out, "prepare, " + v + " (CPU)", d));
             if (later.count() > 0) {
                 row(out, "prepare, epochs 2+ (CPU)", later);

@@ -141,8 +141,8 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             Set<PreparedSample> fresh = Collections.newSetFromMap(new IdentityHashMap<>());
             for (PreparedSample s : batch.samples()) {
                 SampleTask t = s.task();
-                if (!usable(t)
-                        || served.contains(t.epoch(), t.index())
+                // A sample this device does not take never comes here (takes, the writer).
+                if (served.contains(t.epoch(), t.index())
                         || pendingKeys.contains(t.epoch(), t.index())) {
                     dropped++;
                     continue;
@@ -173,11 +173,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
     /** The run's last {@code E * N mod G} samples are left out: every rank the same steps. */
     @Override
     public boolean takes(SampleTask task) {
-        return usable(task);
-    }
-
-    private boolean usable(SampleTask t) {
-        return (long) t.epoch() * config.samplesPerEpoch + t.index() < usable;
+        return (long) task.epoch() * config.samplesPerEpoch + task.index() < usable;
     }
 
     /**
