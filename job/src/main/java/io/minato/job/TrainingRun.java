@@ -13,7 +13,7 @@ import io.minato.trainer.Savepoints;
 import io.minato.trainer.TrainerSink;
 import io.minato.trainer.TrainingProgress;
 import io.minato.trainer.TrainingSettings;
-import io.minato.trainer.serve.ServingAccelerator;
+import io.minato.trainer.serve.ServingDevice;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -45,7 +45,7 @@ final class TrainingRun {
     final RunPlan.Options options;
     final TrainingSet set;
     final Path run;
-    final AcceleratorFactory accelerator;
+    final AcceleratorFactory accelerator; // null: the devices serve training processes
     final ReportAssembly report;
     final HeldOutEvaluation evaluation; // null: no model to score, or nothing held out
     private final Path flinkTmp;
@@ -61,9 +61,10 @@ final class TrainingRun {
                 plan.optimizer == null
                         ? null
                         : plan.optimizer.withNetwork(set.network(o.width(), o.network()));
-        accelerator =
-                plan.serving != null
-                        ? new ServingAccelerator.Factory(
+        ServingDevice.Factory server =
+                plan.serving == null
+                        ? null
+                        : new ServingDevice.Factory(
                                 plan.serving.bind(),
                                 plan.serving.port(),
                                 plan.serving.token(),
@@ -72,7 +73,10 @@ final class TrainingRun {
                                 o.data().seed(),
                                 set.workload().size(),
                                 o.epochs(),
-                                o.batch())
+                                o.batch());
+        accelerator =
+                server != null
+                        ? null
                         : optimizer != null
                                 ? new DjlAccelerator.Factory(optimizer, plan.devices.devices())
                                 : plan.simulated;
@@ -88,15 +92,18 @@ final class TrainingRun {
             Main.runsInsideJobManager();
         }
         boolean skip = o.data().skipBadSamples();
-        TrainerSink.Builder sink =
-                TrainerSink.builder()
-                        .setAccelerator(accelerator)
-                        .optQueueDepth(o.queueDepth())
-                        .optOutputDir(run.toAbsolutePath())
-                        .optTraceDir(run.toAbsolutePath())
-                        .optRecipe(new SampleRecipe(set.workload()))
-                        .optSkipBadSamples(skip)
-                        .optRestartsWithoutCheckpoint(o.restartAttempts());
+        TrainerSink.Builder sink = TrainerSink.builder();
+        if (server != null) {
+            sink.setServer(server);
+        } else {
+            sink.setAccelerator(accelerator);
+        }
+        sink.optQueueDepth(o.queueDepth())
+                .optOutputDir(run.toAbsolutePath())
+                .optTraceDir(run.toAbsolutePath())
+                .optRecipe(new SampleRecipe(set.workload()))
+                .optSkipBadSamples(skip)
+                .optRestartsWithoutCheckpoint(o.restartAttempts());
         if (plan.detached) {
             sink.optOnRunEnd(
                     new DetachedReport(report, evaluation, o.report(), o.trace(), o.plots()));

@@ -1,15 +1,14 @@
 package io.minato.trainer;
 
 import io.minato.sample.Batch;
-import io.minato.sample.SampleTask;
 import io.minato.trainer.gpu.GpuMonitor;
 import java.nio.file.Path;
 
 /**
  * One device's training step: a simulated sleep, or a DJL trainer. Driven by a single worker thread
- * of the {@link TrainerSink}, never concurrently.
+ * of its {@link TrainerSinkWriter}, never concurrently.
  */
-public interface Accelerator extends AutoCloseable {
+public interface Accelerator extends DeviceAccount.Outputs, AutoCloseable {
 
     /**
      * Trains on one batch; the writer fails the job with whatever this throws. Once this returns,
@@ -29,26 +28,8 @@ public interface Accelerator extends AutoCloseable {
         return train(batch);
     }
 
-    /**
-     * Whether a step of this accelerator may wait for a long time without having changed its state
-     * ({@link #parked()}): a device served to a process outside the job waits for that process to
-     * ask. The writer then looks at {@link #parked()} while a checkpoint waits for the step.
-     */
-    default boolean mayPark() {
-        return false;
-    }
-
-    /**
-     * Whether the running step waits without having changed anything yet: a boundary at which a
-     * checkpoint may take the state, as if the step had not begun. Its batch is still queued then,
-     * and the accelerator must make sure that the batch, restored from that checkpoint, does not
-     * train twice should the step go on meanwhile.
-     */
-    default boolean parked() {
-        return false;
-    }
-
-    /** "simulated", "cpu", "gpu" or "served": the report's {@code accelerator.kind}. */
+    /** "simulated", "cpu" or "gpu": the report's {@code accelerator.kind}. */
+    @Override
     String kind();
 
     /**
@@ -57,6 +38,7 @@ public interface Accelerator extends AutoCloseable {
      * gets and closes it (the {@link TrainerSinkWriter} does in its own close()); the accelerator
      * keeps no reference to it. Called once per writer, before the first step.
      */
+    @Override
     default GpuMonitor gpuMonitor() {
         return GpuMonitor.absent();
     }
@@ -94,16 +76,6 @@ public interface Accelerator extends AutoCloseable {
      */
     default boolean idleStep() throws Exception {
         return false;
-    }
-
-    /**
-     * Whether this device trains {@code task} at all. One that does not is left out of its batch
-     * before the step, as a bad sample is: not trained, not in the trace, and the report counts it
-     * dropped. A serving device leaves out the run's last samples that would give its ranks unequal
-     * steps; every sample by default.
-     */
-    default boolean takes(SampleTask task) {
-        return true;
     }
 
     /**
@@ -150,6 +122,7 @@ public interface Accelerator extends AutoCloseable {
      * Called once at the end of input, after the last step, with the run's output folder: keep what
      * the run produced (the trained model). Nothing by default.
      */
+    @Override
     default void finish(Path outputDir, int device) throws Exception {}
 
     /** Releases the device; no checked exception, so that closing never hides a step's failure. */

@@ -25,13 +25,4 @@ public interface AcceleratorFactory extends Serializable {
     default Accelerator create(int device, int devices, FlinkGpus gpus) throws Exception {
         return create(device, devices);
     }
-
-    /**
-     * Whether each device must always get the same samples, whatever restores the job goes through:
-     * its accelerator hands them to a process outside the job that remembers what it has trained.
-     * The workers then deal samples by their position in the run, not in turn.
-     */
-    default boolean keepsSamplesPerDevice() {
-        return false;
-    }
 }

@@ -22,7 +22,7 @@ final class DeviceOutputs implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DeviceOutputs.class);
 
     private final int device;
-    private final Accelerator accelerator;
+    private final DeviceAccount.Outputs consumer;
     private final Path outputDir; // null: no summary and no model
     private final TraceWriter trace; // null: no trace
     private final GpuSampler gpu; // owns the accelerator's GPU monitor
@@ -35,7 +35,7 @@ final class DeviceOutputs implements AutoCloseable {
      */
     DeviceOutputs(
             int device,
-            Accelerator accelerator,
+            DeviceAccount.Outputs consumer,
             Path traceDir,
             long traceLength,
             SampleRecipe recipe,
@@ -44,7 +44,7 @@ final class DeviceOutputs implements AutoCloseable {
             Supplier<DeviceCounters> counters)
             throws IOException {
         this.device = device;
-        this.accelerator = accelerator;
+        this.consumer = consumer;
         this.outputDir = outputDir;
         this.counters = counters;
         this.trace =
@@ -57,7 +57,7 @@ final class DeviceOutputs implements AutoCloseable {
                                 recipe == null
                                         ? Integer::toString
                                         : recipe.workload().samples()::traceName);
-        GpuMonitor monitor = gpuMonitorOf(accelerator, device);
+        GpuMonitor monitor = gpuMonitorOf(consumer, device);
         monitor.registerGauges(metrics);
         gpu = GpuSampler.start(monitor, "gpu-sampler-device-" + device, GpuSampler.DEFAULT_PERIOD);
     }
@@ -74,11 +74,11 @@ final class DeviceOutputs implements AutoCloseable {
         return trace == null ? 0 : trace.length();
     }
 
-    /** At the end of the input: the accelerator keeps its result (the model), then the summary. */
+    /** At the end of the input: the consumer keeps its result (the model), then the summary. */
     void finish() throws IOException {
         if (outputDir != null) {
             try {
-                accelerator.finish(outputDir, device);
+                consumer.finish(outputDir, device);
             } catch (IOException | RuntimeException e) {
                 throw e;
             } catch (Exception e) {
@@ -114,15 +114,15 @@ final class DeviceOutputs implements AutoCloseable {
 
     private void writeSummary() throws IOException {
         if (outputDir != null) {
-            DeviceSummary.of(device, accelerator.kind(), counters.get(), gpu.stats().orElse(null))
+            DeviceSummary.of(device, consumer.kind(), counters.get(), gpu.stats().orElse(null))
                     .write(outputDir);
         }
     }
 
-    /** The accelerator's GPU monitor; the absent one, logged, if it fails: metrics never fail. */
-    private static GpuMonitor gpuMonitorOf(Accelerator accelerator, int device) {
+    /** The consumer's GPU monitor; the absent one, logged, if it fails: metrics never fail. */
+    private static GpuMonitor gpuMonitorOf(DeviceAccount.Outputs consumer, int device) {
         try {
-            return accelerator.gpuMonitor();
+            return consumer.gpuMonitor();
         } catch (RuntimeException e) {
             LOG.warn("device {}: no GPU metrics, the GPU monitor failed to open: {}", device, e);
             return GpuMonitor.absent();

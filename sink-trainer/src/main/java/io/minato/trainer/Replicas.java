@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * replica in another reaches it through the link ({@link RemoteMember}). Correctness never depends
  * on the placement; only the gradient's trip over the network does.
  */
-final class Replicas {
+public final class Replicas {
     private static final Logger LOG = LoggerFactory.getLogger(Replicas.class);
 
     /** How long a replica waits for replica 0 to say where the group is. */

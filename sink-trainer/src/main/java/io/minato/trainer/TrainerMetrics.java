@@ -1,6 +1,5 @@
 package io.minato.trainer;
 
-import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Gauge;
@@ -9,7 +8,8 @@ import org.apache.flink.metrics.MetricGroup;
 /**
  * One device trainer's Flink metrics: the counters {@code steps}, {@code samplesFast}, {@code
  * samplesSlow}, {@code samplesTrained} and {@code samplesPreparedAgain}, and the gauges {@code
- * queueDepth}, {@code busyMillis} and {@code waitMillis}. Counters start from a restored state's.
+ * busyMillis} and {@code waitMillis} ({@link DeviceQueue} has {@code queueDepth}). Counters start
+ * from a restored state's.
  */
 final class TrainerMetrics {
     private final Counter steps;
@@ -19,14 +19,10 @@ final class TrainerMetrics {
     private final Counter samples;
 
     /**
-     * @param held batches queued plus the one in training, read by the gauge
      * @param counters the device's counters now, read by the gauges
      */
     TrainerMetrics(
-            MetricGroup metrics,
-            DeviceCounters restored,
-            IntSupplier held,
-            Supplier<DeviceCounters> counters) {
+            MetricGroup metrics, DeviceCounters restored, Supplier<DeviceCounters> counters) {
         steps = metrics.counter("steps");
         fast = metrics.counter("samplesFast");
         slow = metrics.counter("samplesSlow");
@@ -36,7 +32,6 @@ final class TrainerMetrics {
         slow.inc(restored.slow());
         samples = metrics.counter("samplesTrained");
         samples.inc(restored.fast() + restored.slow());
-        metrics.gauge("queueDepth", (Gauge<Integer>) held::getAsInt);
         metrics.gauge("busyMillis", (Gauge<Long>) () -> counters.get().busyNanos() / 1_000_000);
         metrics.gauge("waitMillis", (Gauge<Long>) () -> counters.get().waitNanos() / 1_000_000);
     }

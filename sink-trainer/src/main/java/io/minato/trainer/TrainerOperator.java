@@ -45,9 +45,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The trainer sink's operator: one {@link TrainerSinkWriter} per subtask, fed the batches, told the
- * end of the input (it trains what it holds), its state in operator list state. What Flink's own
- * sink writer operator does, plus the one thing a Sink V2 writer cannot have: the task's runtime
+ * The trainer sink's operator: one {@link DeviceWriter} per subtask, fed the batches, told the end
+ * of the input (it trains what it holds), its state in operator list state. What Flink's own sink
+ * writer operator does, plus the one thing a Sink V2 writer cannot have: the task's runtime
  * context, from which the trainer takes the GPUs Flink's external resource framework gave this
  * TaskManager.
  */
@@ -75,7 +75,7 @@ final class TrainerOperator extends ReceivingOperator<Void>
 
     private transient TrainerWriterStateSerializer serializer;
     private transient ListState<byte[]> state;
-    private transient TrainerSinkWriter writer;
+    private transient DeviceWriter writer;
     private transient LongCounter preparedAgain;
     private transient OperatorEventGateway coordinator;
     private transient QueueReport reported;
@@ -123,28 +123,29 @@ final class TrainerOperator extends ReceivingOperator<Void>
                         replicas(),
                         mine);
         StreamTask<?, ?> task = getContainingTask();
-        writer.whileRestoring(() -> !task.isRunning());
+        writer.account().queue().whileRestoring(() -> !task.isRunning());
         mailbox = task.getMailboxExecutorFactory().createExecutor(TaskMailbox.MIN_PRIORITY);
         if (sink.skipBadSamples()) {
             Quarantine q = Quarantine.of(context);
             quarantine = q;
-            writer.leaveOutBadSamples(
-                    new SampleRecipe.LeftOut() {
-                        @Override
-                        public boolean quarantined(SampleTask task) {
-                            return q.holds(task);
-                        }
+            writer.account()
+                    .leaveOutBadSamples(
+                            new SampleRecipe.LeftOut() {
+                                @Override
+                                public boolean quarantined(SampleTask task) {
+                                    return q.holds(task);
+                                }
 
-                        @Override
-                        public void quarantine(SampleTask task, BadInputException bad) {
-                            q.add(task, bad);
-                        }
+                                @Override
+                                public void quarantine(SampleTask task, BadInputException bad) {
+                                    q.add(task, bad);
+                                }
 
-                        @Override
-                        public void skip() {
-                            q.skip();
-                        }
-                    });
+                                @Override
+                                public void skip() {
+                                    q.skip();
+                                }
+                            });
         }
     }
 
@@ -278,7 +279,7 @@ final class TrainerOperator extends ReceivingOperator<Void>
 
     private void reportQueue() {
         tellRunningOnce();
-        QueueReport now = writer.queue();
+        QueueReport now = writer.account().queueReport();
         if (!now.equals(reported)) {
             reported = now;
             coordinator.sendEventToCoordinator(now);
@@ -302,7 +303,7 @@ final class TrainerOperator extends ReceivingOperator<Void>
             stopReceiving();
             if (writer != null) {
                 if (preparedAgain != null) {
-                    preparedAgain.add(writer.preparedAgain());
+                    preparedAgain.add(writer.account().preparedAgain());
                     usage.close(true, Double.NaN);
                     AccumulatorFiles.write(
                             getRuntimeContext(),

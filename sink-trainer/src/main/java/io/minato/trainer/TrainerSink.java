@@ -20,9 +20,11 @@ import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 
 /**
- * The end of the dataflow: one subtask per device trains on that device's batches, behind a bounded
- * batch queue, with the queue, counters and model state in Flink checkpoints. Run it with
- * parallelism = devices, routing batches of device i to subtask i ({@link #trainOn}).
+ * The end of the dataflow: one subtask per device, a bounded batch queue ({@link DeviceQueue}) in
+ * front of either a trainer ({@link Builder#setAccelerator}: a DJL model or a simulated step) or a
+ * server for a PyTorch training process ({@link Builder#setServer}), with the queue, counters and
+ * the consumer's state (a model, a served set) in Flink checkpoints. Run it with parallelism =
+ * devices, routing batches of device i to subtask i ({@link #trainOn}).
  *
  * <p>A sink in the dataflow's sense, built as an operator ({@link TrainerOperator}) rather than a
  * Sink V2: a sink writer is not given the task's runtime context, and with it the GPUs of Flink's
@@ -56,7 +58,7 @@ public final class TrainerSink implements BatchSink, Serializable {
     /** Batches a device's queue holds, the one in training included: double buffering. */
     public static final int DEFAULT_QUEUE_DEPTH = 2;
 
-    private final AcceleratorFactory accelerator;
+    private final DeviceFactory devices;
     private final int queueDepth;
     private final SampleRecipe recipe; // null: every sample must arrive with its patch
     // Strings: java.nio.file.Path is not Serializable. Null when not configured.
@@ -77,7 +79,7 @@ public final class TrainerSink implements BatchSink, Serializable {
     }
 
     private TrainerSink(Builder b) {
-        this.accelerator = b.accelerator;
+        this.devices = b.devices;
         this.queueDepth = b.queueDepth;
         this.recipe = b.recipe;
         this.outputDir = b.outputDir == null ? null : b.outputDir.toString();
@@ -103,11 +105,11 @@ public final class TrainerSink implements BatchSink, Serializable {
 
     /**
      * Whether each device must always get the same samples ({@link
-     * AcceleratorFactory#keepsSamplesPerDevice}): the loader then deals them by sample.
+     * DeviceFactory#keepsSamplesPerDevice}): the loader then deals them by sample.
      */
     @Override
     public boolean keepsSamplesPerDevice() {
-        return accelerator.keepsSamplesPerDevice();
+        return devices.keepsSamplesPerDevice();
     }
 
     public int queueDepth() {
@@ -160,12 +162,12 @@ public final class TrainerSink implements BatchSink, Serializable {
     }
 
     /**
-     * The trainer of subtask {@code task}: its accelerator on the device it is given ({@code gpus}:
-     * what Flink's external resource framework gave this TaskManager), using {@code threads} CPU
-     * threads (0: the accelerator's default), restored from {@code restored} (null: a fresh start),
-     * meeting the other devices' replicas through {@code replicas}.
+     * The device of subtask {@code task} ({@code gpus}: what Flink's external resource framework
+     * gave this TaskManager), using {@code threads} CPU threads (0: the device's default), restored
+     * from {@code restored} (null: a fresh start), meeting the other devices through {@code
+     * replicas}.
      */
-    TrainerSinkWriter createWriter(
+    DeviceWriter createWriter(
             TaskInfo task,
             JobInfo job,
             MetricGroup metrics,
@@ -174,49 +176,59 @@ public final class TrainerSink implements BatchSink, Serializable {
             Replicas replicas,
             TrainerWriterState restored)
             throws IOException {
-        int device = task.getIndexOfThisSubtask();
-        // Replicas of one run attempt meet in one group; a restart gets a fresh one.
+        // Devices of one run attempt meet in one group; a restart gets a fresh one.
         String group = WorkerScheduler.key(job.getJobId().toString(), task.getAttemptNumber());
-        Accelerator acc;
-        try {
-            acc =
-                    accelerator.create(
-                            device,
-                            task.getNumberOfParallelSubtasks(),
-                            gpus.claimingThrough(replicas.gpuClaim(group)));
-            acc.useThreads(threads);
-        } catch (Exception e) {
-            throw new IOException("device " + device + ": cannot create the accelerator: " + e, e);
-        }
-        try {
-            TrainerSinkWriter writer =
-                    new TrainerSinkWriter(
-                            device,
-                            task.getNumberOfParallelSubtasks(),
-                            group,
-                            replicas,
-                            queueDepth,
-                            acc,
-                            recipe,
-                            traceDir == null ? null : Path.of(traceDir),
-                            outputDir == null ? null : Path.of(outputDir),
-                            metrics,
-                            restored);
-            writer.onRunEnd(runEnd);
-            return writer;
-        } catch (IOException | RuntimeException e) {
+        DeviceAccount.Context context =
+                new DeviceAccount.Context(
+                        task.getIndexOfThisSubtask(),
+                        task.getNumberOfParallelSubtasks(),
+                        group,
+                        replicas,
+                        queueDepth,
+                        recipe,
+                        traceDir == null ? null : Path.of(traceDir),
+                        outputDir == null ? null : Path.of(outputDir),
+                        metrics,
+                        restored,
+                        runEnd);
+        return devices.create(context, gpus, threads);
+    }
+
+    /** DJL trainers (or simulated ones): a {@link TrainerSinkWriter} over each accelerator. */
+    private record Trainers(AcceleratorFactory accelerator) implements DeviceFactory {
+        @Override
+        public DeviceWriter create(DeviceAccount.Context context, FlinkGpus gpus, int threads)
+                throws IOException {
+            int device = context.device();
+            Accelerator acc;
             try {
-                acc.close();
-            } catch (RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
+                acc =
+                        accelerator.create(
+                                device,
+                                context.devices(),
+                                gpus.claimingThrough(
+                                        context.replicas().gpuClaim(context.groupId())));
+                acc.useThreads(threads);
+            } catch (Exception e) {
+                throw new IOException(
+                        "device " + device + ": cannot create the accelerator: " + e, e);
             }
-            throw e;
+            try {
+                return new TrainerSinkWriter(context, acc);
+            } catch (IOException | RuntimeException e) {
+                try {
+                    acc.close();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+                throw e;
+            }
         }
     }
 
     /** Builds a {@link TrainerSink}: {@code set*} is required, {@code opt*} optional. */
     public static final class Builder {
-        private AcceleratorFactory accelerator;
+        private DeviceFactory devices;
         private int queueDepth = DEFAULT_QUEUE_DEPTH;
         private Path outputDir;
         private Path traceDir;
@@ -227,9 +239,21 @@ public final class TrainerSink implements BatchSink, Serializable {
 
         private Builder() {}
 
-        /** Makes each device's accelerator, e.g. {@link SimulatedAccelerator#parse}. */
+        /**
+         * Trains on each device's batches with its accelerator, e.g. {@link
+         * SimulatedAccelerator#parse}; the other choice is {@link #setServer}.
+         */
         public Builder setAccelerator(AcceleratorFactory accelerator) {
-            this.accelerator = Objects.requireNonNull(accelerator, "accelerator");
+            this.devices = new Trainers(Objects.requireNonNull(accelerator, "accelerator"));
+            return this;
+        }
+
+        /**
+         * Serves each device's batches to a training process outside the job ({@link
+         * io.minato.trainer.serve.ServingDevice}); the other choice is {@link #setAccelerator}.
+         */
+        public Builder setServer(DeviceFactory server) {
+            this.devices = Objects.requireNonNull(server, "server");
             return this;
         }
 
@@ -296,8 +320,9 @@ public final class TrainerSink implements BatchSink, Serializable {
         }
 
         public TrainerSink build() {
-            if (accelerator == null) {
-                throw new IllegalStateException("TrainerSink needs setAccelerator(...)");
+            if (devices == null) {
+                throw new IllegalStateException(
+                        "TrainerSink needs setAccelerator(...) or setServer(...)");
             }
             return new TrainerSink(this);
         }

@@ -4,15 +4,15 @@ import io.minato.sample.Batch;
 import java.util.List;
 
 /**
- * A trainer sink subtask's checkpointed state, taken at a step boundary: the batches received but
- * not trained, the counters, the accelerator's model state and how much of the trace file those
- * steps wrote.
+ * A trainer sink subtask's checkpointed state: the batches queued but not consumed, the counters,
+ * the consumer's own state (a trainer's model and optimizer, a server's served set) and how much of
+ * the trace file the consumed batches wrote.
  */
 public record TrainerWriterState(
         int device,
         List<Batch> queued,
         DeviceCounters counters,
-        byte[] acceleratorState,
+        byte[] consumerState,
         long traceLength) {
     public TrainerWriterState {
         queued = List.copyOf(queued);

@@ -51,8 +51,8 @@ public final class TrainerWriterStateSerializer
         out.writeLong(c.lastStepEndMillis());
         out.writeLong(c.firstEpochEndMillis());
         out.writeLong(c.samplesAtFirstEpochEnd());
-        out.writeInt(state.acceleratorState().length);
-        out.write(state.acceleratorState());
+        out.writeInt(state.consumerState().length);
+        out.write(state.consumerState());
         out.writeLong(state.traceLength());
         return out.getCopyOfBuffer();
     }
@@ -99,7 +99,7 @@ public final class TrainerWriterStateSerializer
     }
 
     private static int estimateBytes(TrainerWriterState state) {
-        long bytes = 256L + state.acceleratorState().length;
+        long bytes = 256L + state.consumerState().length;
         for (Batch batch : state.queued()) {
             bytes += 16 + 64L * batch.samples().size();
         }

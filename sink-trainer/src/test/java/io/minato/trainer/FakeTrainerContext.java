@@ -36,13 +36,23 @@ final class FakeTrainerContext {
     }
 
     /** {@code sink}'s writer for this subtask, started fresh. */
-    TrainerSinkWriter create(TrainerSink sink) throws IOException {
+    DeviceWriter create(TrainerSink sink) throws IOException {
         return restore(sink, List.of());
     }
 
-    /** {@code sink}'s writer for this subtask, restored from the checkpointed {@code states}. */
-    TrainerSinkWriter restore(TrainerSink sink, List<TrainerWriterState> states)
+    /** {@code sink}'s trainer for this subtask, started fresh: the sink's devices train. */
+    TrainerSinkWriter trainer(TrainerSink sink) throws IOException {
+        return (TrainerSinkWriter) create(sink);
+    }
+
+    /** {@code sink}'s trainer for this subtask, restored from the checkpointed {@code states}. */
+    TrainerSinkWriter trainer(TrainerSink sink, List<TrainerWriterState> states)
             throws IOException {
+        return (TrainerSinkWriter) restore(sink, states);
+    }
+
+    /** {@code sink}'s writer for this subtask, restored from the checkpointed {@code states}. */
+    DeviceWriter restore(TrainerSink sink, List<TrainerWriterState> states) throws IOException {
         return sink.createWriter(
                 task,
                 new JobInfoImpl(job, "test"),

@@ -81,7 +81,7 @@ class TrainerLeavesOutBadSamplesTest {
                         .optRecipe(recipe)
                         .optSkipBadSamples(true)
                         .build();
-        return new FakeTrainerContext(0, 1).create(sink);
+        return new FakeTrainerContext(0, 1).trainer(sink);
     }
 
     @Test
@@ -90,24 +90,25 @@ class TrainerLeavesOutBadSamplesTest {
         Set<Long> skipped = new HashSet<>();
         int[] skips = {0};
         TrainerSinkWriter w = writer();
-        w.leaveOutBadSamples(
-                new SampleRecipe.LeftOut() {
-                    @Override
-                    public boolean quarantined(SampleTask task) {
-                        return !quarantined.isEmpty() && task.caseIndex() == 1;
-                    }
+        w.account()
+                .leaveOutBadSamples(
+                        new SampleRecipe.LeftOut() {
+                            @Override
+                            public boolean quarantined(SampleTask task) {
+                                return !quarantined.isEmpty() && task.caseIndex() == 1;
+                            }
 
-                    @Override
-                    public void quarantine(SampleTask task, BadInputException bad) {
-                        quarantined.add(bad.file().getFileName().toString());
-                        skipped.add(task.index());
-                    }
+                            @Override
+                            public void quarantine(SampleTask task, BadInputException bad) {
+                                quarantined.add(bad.file().getFileName().toString());
+                                skipped.add(task.index());
+                            }
 
-                    @Override
-                    public void skip() {
-                        skips[0]++;
-                    }
-                });
+                            @Override
+                            public void skip() {
+                                skips[0]++;
+                            }
+                        });
         try {
             w.write(new Batch(0, 0, List.of(identity(0, 0), identity(1, 1))));
             w.write(new Batch(0, 1, List.of(identity(2, 1), identity(3, 1))));
@@ -145,11 +146,11 @@ class TrainerLeavesOutBadSamplesTest {
                         .optSkipBadSamples(true)
                         .build();
         JobID job = new JobID();
-        TrainerSinkWriter w0 = new FakeTrainerContext(0, 2, job).create(sink);
-        TrainerSinkWriter w1 = new FakeTrainerContext(1, 2, job).create(sink);
+        TrainerSinkWriter w0 = new FakeTrainerContext(0, 2, job).trainer(sink);
+        TrainerSinkWriter w1 = new FakeTrainerContext(1, 2, job).trainer(sink);
         try {
-            w0.leaveOutBadSamples(new InMemoryQuarantine());
-            w1.leaveOutBadSamples(new InMemoryQuarantine());
+            w0.account().leaveOutBadSamples(new InMemoryQuarantine());
+            w1.account().leaveOutBadSamples(new InMemoryQuarantine());
             FutureTask<Void> device0 =
                     task(
                             () -> {

@@ -365,17 +365,19 @@ class TrainerSinkWriterTest {
     private TrainerSinkWriter lockstepReplica0(String group) throws Exception {
         TrainerSinkWriter w =
                 new TrainerSinkWriter(
-                        0,
-                        2,
-                        group,
-                        Replicas.inJvm(),
-                        2,
-                        new LockstepAccelerator(),
-                        null,
-                        null,
-                        null,
-                        new UnregisteredMetricsGroup(),
-                        null);
+                        new DeviceAccount.Context(
+                                0,
+                                2,
+                                group,
+                                Replicas.inJvm(),
+                                2,
+                                null,
+                                null,
+                                null,
+                                new UnregisteredMetricsGroup(),
+                                null,
+                                null),
+                        new LockstepAccelerator());
         writers.add(w);
         await(w::prepared);
         return w;
@@ -432,8 +434,8 @@ class TrainerSinkWriterTest {
                         .optOnRunEnd(ended::add)
                         .build();
         org.apache.flink.api.common.JobID job = new org.apache.flink.api.common.JobID();
-        TrainerSinkWriter first = new FakeTrainerContext(0, 2, job).create(sink);
-        TrainerSinkWriter second = new FakeTrainerContext(1, 2, job).create(sink);
+        TrainerSinkWriter first = new FakeTrainerContext(0, 2, job).trainer(sink);
+        TrainerSinkWriter second = new FakeTrainerContext(1, 2, job).trainer(sink);
         first.write(batch(0, 0));
         second.write(batch(1, 0));
         first.endInput();
@@ -446,7 +448,7 @@ class TrainerSinkWriterTest {
         assertThat(DeviceSummary.file(tmp.resolve("out"), 1)).exists();
 
         // A device closed without reaching the end of its input (a failure) ends nothing.
-        TrainerSinkWriter failed = new FakeTrainerContext(0, 1).create(sink);
+        TrainerSinkWriter failed = new FakeTrainerContext(0, 1).trainer(sink);
         failed.write(batch(0, 1));
         failed.close();
         assertThat(ended).hasSize(1);
@@ -550,7 +552,7 @@ class TrainerSinkWriterTest {
         assertThat(state.queued()).containsExactly(b2);
         assertThat(state.counters().steps()).isEqualTo(2);
         assertThat(state.counters().fast()).isEqualTo(2);
-        assertThat(state.acceleratorState()).isEqualTo(ByteBuffer.allocate(8).putLong(2).array());
+        assertThat(state.consumerState()).isEqualTo(ByteBuffer.allocate(8).putLong(2).array());
         assertThat(state.traceLength()).isEqualTo(Files.size(traceFile));
 
         // Trained after the checkpoint, then lost in a failure: forgotten on restore.
@@ -567,7 +569,7 @@ class TrainerSinkWriterTest {
         Gate gate2 = new Gate();
         TrainerSink sink2 = sink(gate2, 3);
         FakeTrainerContext ctx2 = new FakeTrainerContext(0, 1);
-        TrainerSinkWriter w2 = ctx2.restore(sink2, List.of(restored));
+        TrainerSinkWriter w2 = ctx2.trainer(sink2, List.of(restored));
         writers.add(w2);
         assertThat(Files.size(traceFile)).isEqualTo(state.traceLength());
         assertThat(gate2.restoredSteps).isEqualTo(2);
@@ -674,7 +676,7 @@ class TrainerSinkWriterTest {
         TrainerWriterState state = checkpoint.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS).get(0);
 
         assertThat(gate.trained).as("step 2 ran while the state was written").hasSize(3);
-        assertThat(state.acceleratorState())
+        assertThat(state.consumerState())
                 .as("the model as captured after step 1")
                 .isEqualTo(ByteBuffer.allocate(8).putLong(2).array());
         assertThat(state.queued()).containsExactly(b2);
@@ -847,7 +849,7 @@ class TrainerSinkWriterTest {
         w.endInput();
 
         GpuStats expected = new GpuStats(3, 40.0, 3 * GIB, 8 * GIB);
-        assertThat(w.gpuStats()).contains(expected);
+        assertThat(w.account().gpuStats()).contains(expected);
         DeviceSummary s = DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0));
         assertThat(s.gpu()).isEqualTo(expected);
         assertThat(s).isEqualTo(DeviceSummary.of(0, "gpu", w.counters(), expected));
@@ -863,7 +865,7 @@ class TrainerSinkWriterTest {
 
         assertThat(ctx.metrics.gaugeValue(GpuMonitor.UTILIZATION_GAUGE)).isEqualTo(-1);
         assertThat(ctx.metrics.gaugeValue(GpuMonitor.MEMORY_USED_GAUGE)).isEqualTo(-1L);
-        assertThat(w.gpuStats()).isEmpty();
+        assertThat(w.account().gpuStats()).isEmpty();
         Path file = DeviceSummary.file(tmp.resolve("out"), 1);
         assertThat(Files.readString(file))
                 .contains(
@@ -924,13 +926,13 @@ class TrainerSinkWriterTest {
     /** A writer of depth 2 whose task restores while {@code restoring} holds. */
     private TrainerSinkWriter restoringWriter(Gate gate, AtomicBoolean restoring) throws Exception {
         TrainerSinkWriter w = writer(sink(gate, 2), new FakeTrainerContext(0, 1));
-        w.whileRestoring(restoring::get);
+        w.account().queue().whileRestoring(restoring::get);
         return w;
     }
 
     private TrainerSinkWriter preparing(TrainerSink sink, FakeTrainerContext ctx)
             throws IOException {
-        TrainerSinkWriter w = ctx.create(sink);
+        TrainerSinkWriter w = ctx.trainer(sink);
         writers.add(w);
         return w;
     }

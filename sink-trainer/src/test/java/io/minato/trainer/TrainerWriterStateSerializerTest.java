@@ -42,7 +42,7 @@ class TrainerWriterStateSerializerTest {
 
         assertThat(back.device()).isEqualTo(3);
         assertThat(back.counters()).isEqualTo(counters);
-        assertThat(back.acceleratorState()).containsExactly(1, 2, 3);
+        assertThat(back.consumerState()).containsExactly(1, 2, 3);
         assertThat(back.traceLength()).isEqualTo(4242);
         assertThat(back.queued()).hasSize(2);
         for (int b = 0; b < queued.size(); b++) {
@@ -128,7 +128,7 @@ class TrainerWriterStateSerializerTest {
 
         assertThat(back.counters())
                 .isEqualTo(new DeviceCounters(5, 8, 2, 1_000, 2_000, 0, 0.5, 0.25, 10, 20, 15, 6));
-        assertThat(back.acceleratorState()).containsExactly(9);
+        assertThat(back.consumerState()).containsExactly(9);
         assertThat(back.traceLength()).isEqualTo(77);
     }
 }

@@ -6,7 +6,7 @@ import io.minato.json.Json;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
-import io.minato.trainer.serve.ServingAccelerator;
+import io.minato.trainer.serve.ServingDevice;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -31,13 +31,21 @@ import org.junit.jupiter.api.Test;
  * sends again to a process restarted from an older state, what it drops after a restore of its own,
  * and whom it refuses.
  */
-class ServingAcceleratorTest {
+class ServingDeviceTest {
 
     private static final int CASES = 5;
 
-    private static ServingAccelerator.Factory factory() {
-        return new ServingAccelerator.Factory(
-                "127.0.0.1", 0, null, null, TestBatches.RECIPE, 7, CASES, 2, 2);
+    private static TrainerSink sink(String token) {
+        return TrainerSink.builder()
+                .setServer(
+                        new ServingDevice.Factory(
+                                "127.0.0.1", 0, token, null, TestBatches.RECIPE, 7, CASES, 2, 2))
+                .optRecipe(TestBatches.RECIPE)
+                .build();
+    }
+
+    private static ServingDevice serving(List<TrainerWriterState> restored) throws IOException {
+        return (ServingDevice) new FakeTrainerContext(0, 1).restore(sink(null), restored);
     }
 
     private static Batch batch(long sequence, int... indices) {
@@ -52,7 +60,8 @@ class ServingAcceleratorTest {
     @Test
     void shouldServeAgainWhatARestartedProcessLacksAndDropWhatItHas() throws Exception {
         Batch first = batch(0, 0, 1);
-        try (ServingAccelerator device = (ServingAccelerator) factory().create(0, 1)) {
+        float firstValue = first.samples().get(0).patch().image()[0];
+        try (ServingDevice device = serving(List.of())) {
             Client a = Client.connect(device.port(), 0, Map.of());
             assertThat(a.welcome)
                     .containsEntry("type", "welcome")
@@ -60,14 +69,14 @@ class ServingAcceleratorTest {
                     .containsEntry("epochs", 2.0)
                     .containsEntry("samples", 10.0);
             a.credit(2);
-            device.train(first);
+            device.write(first, null);
             Map<String, Object> got = a.batch();
             assertThat(a.ids(got)).containsExactly(List.of(0L, 0L), List.of(0L, 1L));
             // The bytes follow the header: the first sample's first input value, little-endian.
-            assertThat(a.payload.getFloat(0)).isEqualTo(first.samples().get(0).patch().image()[0]);
-            byte[] checkpoint = device.snapshot();
+            assertThat(a.payload.getFloat(0)).isEqualTo(firstValue);
+            List<TrainerWriterState> checkpoint = device.snapshotState(1);
 
-            device.train(batch(1, 2, 3));
+            device.write(batch(1, 2, 3), null);
             assertThat(a.ids(a.batch())).containsExactly(List.of(0L, 2L), List.of(0L, 3L));
             a.close(); // crashed: its checkpoint holds the first batch only
 
@@ -75,27 +84,26 @@ class ServingAcceleratorTest {
             Client b = Client.connect(device.port(), 0, consumed(0, 1));
             assertThat(b.welcome).containsEntry("replay", 2.0);
             b.credit(2);
-            device.train(batch(2, 4, 5));
+            device.write(batch(2, 4, 5), null);
             assertThat(b.ids(b.batch())).containsExactly(List.of(0L, 2L), List.of(0L, 3L));
             assertThat(b.ids(b.batch())).containsExactly(List.of(0L, 4L), List.of(1L, 0L));
             b.close();
 
             // The job restores the checkpoint taken after the first batch, while the process
             // has had every sample up to (1, 0): what comes again is dropped, not served twice.
-            try (ServingAccelerator restored = (ServingAccelerator) factory().create(0, 1)) {
-                restored.restore(checkpoint);
+            try (ServingDevice restored = serving(checkpoint)) {
                 Client c = Client.connect(restored.port(), 0, consumed(0, 1, 2, 3, 4, 5));
                 assertThat(c.welcome).containsEntry("replay", 0.0);
                 c.credit(2);
-                restored.train(batch(1, 2, 3));
-                restored.train(batch(2, 4, 5));
-                restored.train(batch(3, 6, 7));
+                restored.write(batch(1, 2, 3), null);
+                restored.write(batch(2, 4, 5), null);
+                restored.write(batch(3, 6, 7), null);
                 assertThat(c.ids(c.batch())).containsExactly(List.of(1L, 1L), List.of(1L, 2L));
                 CompletableFuture<Void> end =
                         CompletableFuture.runAsync(
                                 () -> {
                                     try {
-                                        restored.finish(null, 0);
+                                        restored.endInput();
                                     } catch (Exception e) {
                                         throw new IllegalStateException(e);
                                     }
@@ -109,8 +117,62 @@ class ServingAcceleratorTest {
     }
 
     @Test
+    void shouldCheckpointAtOnceWhileTheProcessAsksForNothing() throws Exception {
+        try (ServingDevice device = serving(List.of())) {
+            Client a = Client.connect(device.port(), 0, Map.of());
+            a.credit(1);
+            device.write(batch(0, 0, 1), null);
+            assertThat(a.ids(a.batch())).containsExactly(List.of(0L, 0L), List.of(0L, 1L));
+            // The process pauses (an evaluation, a long step): the next batch waits for its
+            // credit at the queue's head, and a checkpoint must not wait with it.
+            device.write(batch(1, 2, 3), null);
+            long start = System.nanoTime();
+            TrainerWriterState state =
+                    CompletableFuture.supplyAsync(
+                                    () -> {
+                                        try {
+                                            return device.snapshotState(1).get(0);
+                                        } catch (IOException e) {
+                                            throw new IllegalStateException(e);
+                                        }
+                                    })
+                            .get(5, TimeUnit.SECONDS);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(1000);
+            assertThat(state.queued()).hasSize(1);
+            assertThat(state.counters().steps()).isEqualTo(1);
+
+            // Restored from it, the waiting batch is served, and the first is not again.
+            a.close();
+            try (ServingDevice restored = serving(List.of(state))) {
+                Client b = Client.connect(restored.port(), 0, consumed(0, 1));
+                b.credit(1);
+                assertThat(b.ids(b.batch())).containsExactly(List.of(0L, 2L), List.of(0L, 3L));
+                b.close();
+            }
+        }
+    }
+
+    @Test
+    void shouldTakeBatchesAsIdentitiesOnceASecondWhileNoProcessIsConnected() throws Exception {
+        try (ServingDevice device = serving(List.of())) {
+            // Depth 2: two batches fill the queue; the third waits, then is taken beyond the
+            // depth as identities, so that an aligned barrier behind it is not held for ever.
+            device.write(batch(0, 0, 1), null);
+            device.write(batch(1, 2, 3), null);
+            long start = System.nanoTime();
+            device.write(batch(2, 4, 5), null);
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertThat(waited).isBetween(900L, 5000L);
+            List<Batch> queued = device.snapshotState(1).get(0).queued();
+            assertThat(queued).hasSize(3);
+            assertThat(queued.get(2).samples()).allMatch(s -> s.patch() == null);
+            assertThat(queued.get(0).samples()).allMatch(s -> s.patch() != null);
+        }
+    }
+
+    @Test
     void shouldRefuseASecondProcessAnotherRankAndAWrongProtocol() throws Exception {
-        try (ServingAccelerator device = (ServingAccelerator) factory().create(0, 1)) {
+        try (ServingDevice device = serving(List.of())) {
             Client a = Client.connect(device.port(), 0, Map.of());
             Client second = Client.connect(device.port(), 0, Map.of());
             assertThat(second.welcome).containsEntry("type", "refused");
@@ -129,10 +191,8 @@ class ServingAcceleratorTest {
 
     @Test
     void shouldNotServeAProcessWithoutTheToken() throws Exception {
-        var withToken =
-                new ServingAccelerator.Factory(
-                        "127.0.0.1", 0, "s3cret", null, TestBatches.RECIPE, 7, CASES, 2, 2);
-        try (ServingAccelerator device = (ServingAccelerator) withToken.create(0, 1)) {
+        try (ServingDevice device =
+                (ServingDevice) new FakeTrainerContext(0, 1).create(sink("s3cret"))) {
             assertThat(Client.connect(device.port(), 0, Map.of()).welcome)
                     .containsEntry("reason", "wrong or missing token");
         }
@@ -147,7 +207,7 @@ class ServingAcceleratorTest {
         Path mine = shm.resolve("minato-" + ProcessHandle.current().pid() + "-rank0-test-0");
         Files.write(stale, new byte[] {1});
         Files.write(mine, new byte[] {1});
-        try (ServingAccelerator device = (ServingAccelerator) factory().create(0, 1)) {
+        try (ServingDevice device = serving(List.of())) {
             assertThat(device.port()).isPositive();
             assertThat(stale).doesNotExist();
             assertThat(mine).exists();

@@ -2,14 +2,20 @@ package io.minato.trainer.serve;
 
 import io.minato.data.EpochOrder;
 import io.minato.loader.SampleRecipe;
+import io.minato.loader.Threads;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.spi.Patch;
-import io.minato.trainer.Accelerator;
-import io.minato.trainer.AcceleratorFactory;
+import io.minato.spi.PatchPool;
+import io.minato.trainer.DeviceAccount;
+import io.minato.trainer.DeviceFactory;
+import io.minato.trainer.DeviceQueue;
+import io.minato.trainer.DeviceWriter;
+import io.minato.trainer.QueueAdmission;
 import io.minato.trainer.StepResult;
+import io.minato.trainer.TrainerWriterState;
+import io.minato.trainer.gpu.FlinkGpus;
 import io.minato.trainer.serve.RankEndpoint.Connection;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -17,58 +23,49 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A device whose batches train in a PyTorch process outside the job ({@code --accelerator serve}):
- * rank r of the training script reads device r's batch queue. A "step" hands one batch to the
- * process, once it has asked for one (a credit: it asks for as many as its prefetch depth and one
- * more after each batch it takes), so the step's busy time is the time the process took to ask.
+ * rank r of the training script reads device r's batch queue. Not a training step: a thread of its
+ * own hands the queue's head to the process once it has asked for a batch (a credit: it asks for as
+ * many as its prefetch depth and one more after each batch it takes). Each hand-off counts as a
+ * step whose busy time is how long the process took to ask.
  *
- * <p>Exactly once: the device keeps the set of samples it has served (in the job's checkpoints,
- * like a model), and the process keeps the set it has consumed (in its own checkpoint, {@code
- * state_dict()}). When a process connects it says what it has consumed; the device serves again
- * what it served beyond that (prepared again from the samples' identities: a restarted process that
- * lost them), and drops what the process has beyond what it served (a job restored from an older
- * checkpoint). The samples are dealt to the devices by their position in the run, so a sample
- * always comes back to its own device. Whatever arrives, the process gets batches of exactly {@code
- * B} samples but the last, and every rank the same number of samples: the last {@code E * N mod G}
- * samples of the run are left out.
+ * <p>Exactly once: the device keeps the set of samples it has served (in the job's checkpoints),
+ * and the process keeps the set it has consumed (in its own checkpoint, {@code state_dict()}). When
+ * a process connects it says what it has consumed; the device serves again what it served beyond
+ * that (prepared again from the samples' identities: a restarted process that lost them), and drops
+ * what the process has beyond what it served (a job restored from an older checkpoint). The samples
+ * are dealt to the devices by their position in the run, so a sample always comes back to its own
+ * device. Whatever arrives, the process gets batches of exactly {@code B} samples but the last, and
+ * every rank the same number of samples: the last {@code E * N mod G} samples of the run are left
+ * out.
  *
- * <p>Where the process connects, and how the bytes reach it, is the {@link RankEndpoint}'s.
+ * <p>A checkpoint never waits for the process: the queue, the samples waiting for a full batch and
+ * the served set change only under the device's lock, in one hand-off, so any moment is a
+ * consistent cut. Where the process connects, and how the bytes reach it, is the {@link
+ * RankEndpoint}'s.
  */
-public final class ServingAccelerator implements Accelerator, RankEndpoint.Admission {
-    private static final Logger LOG = LoggerFactory.getLogger(ServingAccelerator.class);
+public final class ServingDevice
+        implements DeviceWriter, QueueAdmission.Consumer, RankEndpoint.Admission {
+    private static final Logger LOG = LoggerFactory.getLogger(ServingDevice.class);
 
     /** The report's {@code accelerator.kind}. */
     public static final String KIND = "served";
 
     private static final long WAITING_NOTICE_NANOS = TimeUnit.SECONDS.toNanos(30);
-
-    private final int rank;
-    private final int ranks;
-    private final Factory config;
-    private final long usable; // positions of the run this job serves, every rank the same count
-    private final Map<Integer, int[]> orders = new HashMap<>();
-    private final RankEndpoint endpoint;
-
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition changed = lock.newCondition();
+    private static final long CLOSE_JOIN_MILLIS = 10_000;
 
     /**
      * How long a process that asks for a rank still served waits for the serving connection to be
@@ -77,34 +74,60 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
      */
     static final long PREDECESSOR_GONE_MILLIS = 3000;
 
+    private final int rank;
+    private final int ranks;
+    private final Factory config;
+    private final long usable; // positions of the run this job serves, every rank the same count
+    private final Map<Integer, int[]> orders = new HashMap<>();
+    private final DeviceAccount account;
+    private final DeviceQueue queue;
+    private final ReentrantLock lock; // the queue's: the device's one monitor
+    private final RankEndpoint endpoint;
+    private final Thread server;
+
     // Guarded by lock, as are the connection's counters.
     private ServedSet served = new ServedSet();
     private final ServedSet pendingKeys = new ServedSet();
     private ArrayDeque<long[]> replay = new ArrayDeque<>();
     private List<PreparedSample> pending = new ArrayList<>();
     private Connection connection;
-    private boolean closed;
-    private volatile boolean parked;
+    private boolean closing;
+    private boolean inputEnded;
     private long dropped;
     private boolean takenAll; // the process said it took the end, and everything before it
 
-    private ServingAccelerator(int rank, int ranks, Factory config) throws IOException {
-        this.rank = rank;
-        this.ranks = ranks;
+    private ServingDevice(DeviceAccount.Context context, Factory config) throws IOException {
+        this.rank = context.device();
+        this.ranks = context.devices();
         this.config = config;
         long run = config.epochs * config.samplesPerEpoch;
         this.usable = run - run % ranks;
-        this.endpoint =
-                new RankEndpoint(
-                        rank,
-                        ranks,
-                        config.bindAddress,
-                        config.port == 0 ? 0 : config.port + rank,
-                        config.token,
-                        config.runDir,
-                        Map.of("batch", config.batch),
-                        this);
+        DeviceAccount.checkRestoredDevice(context);
+        if (context.restored() != null) {
+            restore(context.restored().consumerState());
+        }
+        this.account = new DeviceAccount(context, this, () -> KIND);
+        this.queue = account.queue();
+        this.lock = queue.lock();
+        try {
+            this.endpoint =
+                    new RankEndpoint(
+                            rank,
+                            ranks,
+                            config.bindAddress,
+                            config.port == 0 ? 0 : config.port + rank,
+                            config.token,
+                            config.runDir,
+                            Map.of("batch", config.batch),
+                            this);
+        } catch (IOException | RuntimeException e) {
+            account.close();
+            throw e;
+        }
         LOG.info("Rank {} of {}: serving batches on {}", rank, ranks, endpoint.address());
+        server = new Thread(this::serve, "server-device-" + rank);
+        server.setDaemon(true);
+        server.start();
     }
 
     /** The address a training process connects to. */
@@ -117,90 +140,137 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
     }
 
     @Override
-    public String kind() {
-        return KIND;
+    public DeviceAccount account() {
+        return account;
     }
 
+    // ---- what the queue's admission asks (under the lock) ---------------------------------------
+
     @Override
-    public boolean mayPark() {
+    public boolean ready() {
         return true;
     }
 
+    /** No process is connected: nothing says how long the queue's head will wait. */
     @Override
-    public boolean parked() {
-        return parked;
+    public boolean stalled() {
+        return connection == null && !queue.isEmpty();
     }
 
     @Override
-    public StepResult train(Batch batch) throws Exception {
-        long start = System.nanoTime();
-        lock.lockInterruptibly();
-        try {
-            awaitCredit();
-            long waited = System.nanoTime() - start;
-            Set<PreparedSample> fresh = Collections.newSetFromMap(new IdentityHashMap<>());
-            for (PreparedSample s : batch.samples()) {
-                SampleTask t = s.task();
-                // A sample this device does not take never comes here (takes, the writer).
-                if (served.contains(t.epoch(), t.index())
-                        || pendingKeys.contains(t.epoch(), t.index())) {
-                    dropped++;
-                    continue;
-                }
-                pending.add(s);
-                pendingKeys.add(t.epoch(), t.index());
-                fresh.add(s);
-            }
-            sendWhatCan(false);
-            // The writer recycles this batch's patches once the step returns: keep copies of what
-            // waits for the next batch.
-            for (int i = 0; i < pending.size(); i++) {
-                PreparedSample s = pending.get(i);
-                if (fresh.contains(s)) {
-                    Patch p = s.patch();
-                    pending.set(
-                            i,
-                            s.withPatch(
-                                    new Patch(p.shape(), p.image().clone(), p.label().clone())));
-                }
-            }
-            return StepResult.noLoss(waited);
-        } finally {
-            lock.unlock();
-        }
+    public boolean polled() {
+        return true; // connections come and go on the endpoint's threads
     }
 
     /** The run's last {@code E * N mod G} samples are left out: every rank the same steps. */
-    @Override
-    public boolean takes(SampleTask task) {
+    private boolean takes(SampleTask task) {
         return (long) task.epoch() * config.samplesPerEpoch + task.index() < usable;
     }
 
+    // ---- the server's thread --------------------------------------------------------------------
+
     /**
-     * Waits until a process is connected and has asked for a batch (under the lock); parked while
-     * no process is connected, when nothing says how long the wait will be.
+     * Hands the queue's head to the process, batch after batch: prepared again where it came as
+     * identities, then, once the process has credit, into the samples waiting to be sent, in one
+     * step under the lock; a checkpoint taken before that holds it in the queue, one taken after in
+     * the pending samples.
      */
-    private void awaitCredit() throws InterruptedException, IOException {
-        long since = System.nanoTime();
-        long noticed = since;
+    private void serve() {
+        long step = -1;
         try {
-            while (connection == null || connection.credits == 0) {
-                if (closed) {
-                    throw new InterruptedIOException("rank " + rank + " closed");
+            while (true) {
+                Batch head;
+                lock.lock();
+                try {
+                    while (!closing && queue.isEmpty()) {
+                        queue.awaitChange(Long.MAX_VALUE);
+                    }
+                    if (closing) {
+                        return;
+                    }
+                    head = queue.head();
+                    step = account.counters().steps();
+                } finally {
+                    lock.unlock();
                 }
-                parked = connection == null;
-                changed.await(connection == null ? 50 : 1000, TimeUnit.MILLISECONDS);
-                if (connection == null && System.nanoTime() - noticed > WAITING_NOTICE_NANOS) {
-                    noticed = System.nanoTime();
-                    LOG.info(
-                            "Rank {}: no training process connected to {} for {} s; its batches wait",
-                            rank,
-                            endpoint(),
-                            TimeUnit.NANOSECONDS.toSeconds(noticed - since));
+                // Preparing a sample again is the loader's work, not the process's: before the
+                // step's clock starts, and only for the samples this rank takes.
+                Batch full = account.materialized(head, this::takes);
+                long startMillis = System.currentTimeMillis();
+                long start = System.nanoTime();
+                lock.lockInterruptibly();
+                try {
+                    if (!awaitCredit()) {
+                        return;
+                    }
+                    long end = System.nanoTime();
+                    handOff(full);
+                    account.stepped(
+                            full,
+                            step,
+                            StepResult.noLoss(end - start),
+                            start,
+                            end,
+                            startMillis,
+                            System.currentTimeMillis());
+                    queue.removeHead();
+                    sendWhatCan(inputEnded && queue.isEmpty());
+                } finally {
+                    lock.unlock();
                 }
             }
-        } finally {
-            parked = false;
+        } catch (Throwable t) {
+            lock.lock();
+            try {
+                if (!closing) {
+                    queue.fail(
+                            new IOException(
+                                    "rank " + rank + ": serving step " + step + " failed: " + t,
+                                    t));
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Waits until a process is connected and has asked for a batch (under the lock).
+     *
+     * @return false when the device closes meanwhile
+     */
+    private boolean awaitCredit() throws InterruptedException {
+        long since = System.nanoTime();
+        long noticed = since;
+        while (connection == null || connection.credits == 0) {
+            if (closing) {
+                return false;
+            }
+            queue.awaitChange(connection == null ? 50 : 1000);
+            if (connection == null && System.nanoTime() - noticed > WAITING_NOTICE_NANOS) {
+                noticed = System.nanoTime();
+                LOG.info(
+                        "Rank {}: no training process connected to {} for {} s; its batches wait",
+                        rank,
+                        endpoint(),
+                        TimeUnit.NANOSECONDS.toSeconds(noticed - since));
+            }
+        }
+        return true;
+    }
+
+    /** The batch's samples join those waiting to be sent, but those served already (under lock). */
+    private void handOff(Batch batch) {
+        for (PreparedSample s : batch.samples()) {
+            SampleTask t = s.task();
+            if (served.contains(t.epoch(), t.index())
+                    || pendingKeys.contains(t.epoch(), t.index())) {
+                dropped++;
+                giveBack(s);
+                continue;
+            }
+            pending.add(s);
+            pendingKeys.add(t.epoch(), t.index());
         }
     }
 
@@ -284,37 +354,41 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             // Served as far as this device knows; the process says what it has when it returns.
             lost(c, "sending a batch failed: " + e.getMessage());
         }
+        // The bytes are in the slot or the socket: the next samples may reuse the arrays.
+        samples.forEach(ServingDevice::giveBack);
+    }
+
+    private static void giveBack(PreparedSample s) {
+        if (s.patch() != null) {
+            PatchPool.jvm().give(s.patch());
+        }
     }
 
     /**
-     * At the end of the input: serves what is left (a last batch of fewer samples, what a process
-     * that returned still lacks), then tells the process, and waits until it has taken everything.
+     * At the end of the input: once the server has handed off every queued batch, serves what is
+     * left (a last batch of fewer samples, what a process that returned still lacks), then tells
+     * the process, waits until it has taken everything, and writes the summary.
      */
     @Override
-    public void finish(Path outputDir, int device) throws Exception {
+    public void endInput() throws IOException, InterruptedException {
         lock.lockInterruptibly();
         try {
+            inputEnded = true;
             long since = System.nanoTime();
             while (true) {
-                if (closed) {
+                queue.throwIfFailed();
+                if (closing) {
                     throw new InterruptedIOException("rank " + rank + " closed");
                 }
-                sendWhatCan(true);
                 Connection c = connection;
-                boolean allSent = replay.isEmpty() && pending.isEmpty();
+                boolean allSent = queue.isEmpty() && replay.isEmpty() && pending.isEmpty();
                 if (allSent && takenAll) {
                     break;
                 }
-                if (c != null && allSent && !c.endSent) {
-                    try {
-                        c.send(Map.of("type", "end", "steps", c.sent));
-                        c.endSent = true;
-                    } catch (IOException e) {
-                        lost(c, "sending the end failed: " + e.getMessage());
-                    }
-                    continue;
+                if (queue.isEmpty()) {
+                    sendLeft(c);
                 }
-                changed.await(1, TimeUnit.SECONDS);
+                queue.awaitChange(1000);
                 if (connection == null && System.nanoTime() - since > WAITING_NOTICE_NANOS) {
                     since = System.nanoTime();
                     LOG.info(
@@ -328,8 +402,26 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
                     "Rank {}: served its last batch; {} samples left out or already served",
                     rank,
                     dropped);
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IOException("rank " + rank + ": serving the last batches failed: " + e, e);
         } finally {
             lock.unlock();
+        }
+        account.finish();
+    }
+
+    /** Sends what the queue left, then the end, to {@code c} (null: none connected; under lock). */
+    private void sendLeft(Connection c) throws Exception {
+        sendWhatCan(true);
+        if (c != null && connection == c && replay.isEmpty() && pending.isEmpty() && !c.endSent) {
+            try {
+                c.send(Map.of("type", "end", "steps", c.sent));
+                c.endSent = true;
+            } catch (IOException e) {
+                lost(c, "sending the end failed: " + e.getMessage());
+            }
         }
     }
 
@@ -342,9 +434,11 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
         try {
             // A restarted process may come before this side has read its predecessor's end of
             // the stream: give the old connection a moment to be found gone.
-            long wait = TimeUnit.MILLISECONDS.toNanos(PREDECESSOR_GONE_MILLIS);
-            while (connection != null && !closed && wait > 0) {
-                wait = changed.awaitNanos(wait);
+            long deadline =
+                    System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(PREDECESSOR_GONE_MILLIS);
+            long left;
+            while (connection != null && !closing && (left = deadline - System.nanoTime()) > 0) {
+                queue.awaitChange(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
             }
             if (connection != null) {
                 return "rank "
@@ -383,7 +477,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             c.send(welcome);
             connection = c;
             takenAll = false;
-            changed.signalAll();
+            queue.signal();
             LOG.info(
                     "Rank {}: training process at {} connected ({}, {} samples consumed, {} to serve"
                             + " again)",
@@ -406,7 +500,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
                 throw new IOException("asked for more batches than its prefetch of " + c.prefetch);
             }
             c.credits += n;
-            changed.signalAll();
+            queue.signal();
         } finally {
             lock.unlock();
         }
@@ -421,7 +515,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             }
             c.done = true;
             takenAll = true;
-            changed.signalAll();
+            queue.signal();
         } finally {
             lock.unlock();
         }
@@ -441,7 +535,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
                             c.peer,
                             why);
                 }
-                changed.signalAll();
+                queue.signal();
             }
         } finally {
             lock.unlock();
@@ -449,12 +543,21 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
         c.close();
     }
 
-    // ---- state ---------------------------------------------------------------------------------
+    // ---- state ----------------------------------------------------------------------------------
 
+    /**
+     * The queue, the served set and the samples waiting to be sent, now: never waits for a step.
+     */
     @Override
-    public byte[] snapshot() throws Exception {
-        lock.lockInterruptibly();
+    public List<TrainerWriterState> snapshotState(long checkpointId) throws IOException {
         try {
+            lock.lockInterruptibly();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted before checkpoint " + checkpointId);
+        }
+        try {
+            queue.throwIfFailed();
             ByteArrayOutputStream bytes = new ByteArrayOutputStream();
             DataOutputStream out = new DataOutputStream(bytes);
             out.write(served.toBytes());
@@ -469,45 +572,41 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
                 out.writeLong(s.task().index());
             }
             out.flush();
-            return bytes.toByteArray();
+            return List.of(account.state(bytes.toByteArray()));
         } finally {
             lock.unlock();
         }
     }
 
-    @Override
-    public void restore(byte[] state) throws Exception {
+    /** Restores what {@link #snapshotState} wrote (in the constructor, before any thread runs). */
+    private void restore(byte[] state) throws IOException {
         if (state.length == 0) {
             return;
         }
         DataInputStream in = new DataInputStream(new ByteArrayInputStream(state));
-        lock.lockInterruptibly();
-        try {
-            served = ServedSet.readFrom(in);
-            replay = new ArrayDeque<>();
-            for (int n = in.readInt(); n > 0; n--) {
-                replay.add(new long[] {in.readInt(), in.readLong()});
-            }
-            pending = new ArrayList<>();
-            for (int n = in.readInt(); n > 0; n--) {
-                PreparedSample s = identity(in.readInt(), in.readLong());
-                pending.add(s);
-                pendingKeys.add(s.task().epoch(), s.task().index());
-            }
-        } finally {
-            lock.unlock();
+        served = ServedSet.readFrom(in);
+        replay = new ArrayDeque<>();
+        for (int n = in.readInt(); n > 0; n--) {
+            replay.add(new long[] {in.readInt(), in.readLong()});
+        }
+        pending = new ArrayList<>();
+        for (int n = in.readInt(); n > 0; n--) {
+            PreparedSample s = identity(in.readInt(), in.readLong());
+            pending.add(s);
+            pendingKeys.add(s.task().epoch(), s.task().index());
         }
     }
 
+    /** Stops serving: the connection, the server's thread, the endpoint; writes the summary. */
     @Override
-    public void close() {
+    public void close() throws IOException {
         Connection c;
         lock.lock();
         try {
-            closed = true;
+            closing = true;
             c = connection;
             connection = null;
-            changed.signalAll();
+            queue.signal();
         } finally {
             lock.unlock();
         }
@@ -515,11 +614,23 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             c.close();
         }
         endpoint.close();
+        server.interrupt();
+        if (!Threads.awaitEnd(server, CLOSE_JOIN_MILLIS)) {
+            LOG.warn(
+                    "Rank {}: the server's thread did not stop within {} ms",
+                    rank,
+                    CLOSE_JOIN_MILLIS);
+        }
+        try {
+            account.close();
+        } finally {
+            account.endRunIfLast();
+        }
     }
 
     /**
-     * Makes each rank's {@link ServingAccelerator}: device r listens on {@code port + r} ({@code
-     * port} 0: any free port), and writes where in {@code runDir/serving/rank-r.json}.
+     * Makes each rank's {@link ServingDevice}: device r listens on {@code port + r} ({@code port}
+     * 0: any free port), and writes where in {@code runDir/serving/rank-r.json}.
      */
     public record Factory(
             String bindAddress,
@@ -531,7 +642,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             long samplesPerEpoch,
             int epochs,
             int batch)
-            implements AcceleratorFactory {
+            implements DeviceFactory {
         public Factory {
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("serving port must be 0-65535: " + port);
@@ -548,8 +659,9 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
         }
 
         @Override
-        public Accelerator create(int device, int devices) throws IOException {
-            return new ServingAccelerator(device, devices, this);
+        public DeviceWriter create(DeviceAccount.Context context, FlinkGpus gpus, int threads)
+                throws IOException {
+            return new ServingDevice(context, this);
         }
 
         @Override
