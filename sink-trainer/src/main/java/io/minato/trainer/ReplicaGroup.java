@@ -68,14 +68,9 @@ public final class ReplicaGroup {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     // Everything below is guarded by lock.
-    private final boolean[] joined;
+    private final Seat[] seats;
     private int joinedCount;
     private int leftCount;
-    private final boolean[] ended;
-    private final float[][] posted;
-    private final int[] samples;
-    private final boolean[] hasPosted;
-    private final boolean[] parked;
     private int postedCount;
     private boolean started; // the step counter is set (by the initial state)
     private long published; // global steps completed
@@ -83,12 +78,8 @@ public final class ReplicaGroup {
     private boolean done;
     private Throwable aborted; // non-null: every wait throws
     private byte[] initialState; // null until replica 0 broadcast it
-    private final long[] initialSteps;
     private int initialCount;
     private long cutCheckpoint = -1; // -1: no cut held
-    private final boolean[] cutTaken;
-    // Replicas whose trainer waits for a batch with none queued (see Member#starving).
-    private final boolean[] starving;
     // Told whenever what a writer takes beyond its queue changes (the links to other
     // TaskManagers).
     private final CopyOnWriteArrayList<Watch> watches = new CopyOnWriteArrayList<>();
@@ -106,19 +97,32 @@ public final class ReplicaGroup {
 
     private record Watch(int replica, GroupWatcher watcher) {}
 
+    /** One replica's place in the group, guarded by the group's lock. */
+    private static final class Seat {
+        boolean joined;
+        boolean ended; // its input ended: it no longer starves
+        boolean starving; // its trainer waits for a batch with none queued (Member#starving)
+        boolean cutTaken; // its snapshot of the pending cut is taken
+        long initialStep; // the step of the state it started from
+        Post post; // what it posted for the step under way; null: nothing yet
+
+        /** Posted for the step under way: it waits in the all-reduce ({@link Member#parked}). */
+        boolean parked() {
+            return post != null;
+        }
+    }
+
+    /** A replica's post for one step: a gradient and its samples (see {@link #checkPost}). */
+    private record Post(float[] gradient, int samples) {}
+
     private ReplicaGroup(String id, int size, Duration joinTimeout) {
         this.id = id;
         this.size = size;
         this.joinTimeout = joinTimeout;
-        joined = new boolean[size];
-        ended = new boolean[size];
-        posted = new float[size][];
-        samples = new int[size];
-        hasPosted = new boolean[size];
-        parked = new boolean[size];
-        cutTaken = new boolean[size];
-        starving = new boolean[size];
-        initialSteps = new long[size];
+        seats = new Seat[size];
+        for (int r = 0; r < size; r++) {
+            seats[r] = new Seat();
+        }
     }
 
     /**
@@ -147,11 +151,11 @@ public final class ReplicaGroup {
     private void register(int replica) {
         lock.lock();
         try {
-            if (joined[replica]) {
+            if (seats[replica].joined) {
                 throw new IllegalStateException(
                         "replica " + replica + " joined group " + id + " twice");
             }
-            joined[replica] = true;
+            seats[replica].joined = true;
             joinedCount++;
             changed.signalAll();
         } finally {
@@ -273,21 +277,20 @@ public final class ReplicaGroup {
             lock.lockInterruptibly();
             try {
                 awaitJoined();
-                initialSteps[replica] = step;
+                seats[replica].initialStep = step;
                 initialCount++;
                 if (replica == 0) {
                     initialState = mine;
                 }
                 if (initialCount == size) {
-                    for (int r = 1; r < size; r++) {
-                        if (initialSteps[r] != initialSteps[0]) {
-                            aborted =
-                                    new IllegalStateException(
-                                            "replicas restored from different steps: "
-                                                    + Arrays.toString(initialSteps));
-                        }
+                    long[] steps = Arrays.stream(seats).mapToLong(x -> x.initialStep).toArray();
+                    if (Arrays.stream(steps).anyMatch(x -> x != steps[0])) {
+                        aborted =
+                                new IllegalStateException(
+                                        "replicas restored from different steps: "
+                                                + Arrays.toString(steps));
                     }
-                    published = initialSteps[0];
+                    published = steps[0];
                     started = true;
                     changed.signalAll();
                 }
@@ -334,14 +337,16 @@ public final class ReplicaGroup {
                                     + published
                                     + ": replicas restored from different steps");
                 }
-                if (hasPosted[replica]) {
+                if (seats[replica].post != null) {
                     throw new IllegalStateException(
                             "device " + replica + " posted step " + step + " twice");
                 }
                 if (samples > 0) {
                     for (int r = 0; r < size; r++) {
-                        if (ReplicaGroup.this.samples[r] > 0
-                                && posted[r].length != gradient.length) {
+                        Post other = seats[r].post;
+                        if (other != null
+                                && other.samples() > 0
+                                && other.gradient().length != gradient.length) {
                             throw new IllegalStateException(
                                     "device "
                                             + replica
@@ -350,14 +355,11 @@ public final class ReplicaGroup {
                                             + " gradient values, device "
                                             + r
                                             + " "
-                                            + posted[r].length);
+                                            + other.gradient().length);
                         }
                     }
                 }
-                posted[replica] = gradient;
-                ReplicaGroup.this.samples[replica] = samples;
-                hasPosted[replica] = true;
-                parked[replica] = true;
+                seats[replica].post = new Post(gradient, samples);
                 postedCount++;
                 tryPublish();
                 while (published < step && !done) {
@@ -373,7 +375,7 @@ public final class ReplicaGroup {
         public boolean parked() {
             lock.lock();
             try {
-                return parked[replica];
+                return seats[replica].parked();
             } finally {
                 lock.unlock();
             }
@@ -388,7 +390,9 @@ public final class ReplicaGroup {
                 }
                 if (checkpointId > cutCheckpoint) {
                     cutCheckpoint = checkpointId;
-                    Arrays.fill(cutTaken, false);
+                    for (Seat seat : seats) {
+                        seat.cutTaken = false;
+                    }
                     tellWatchers();
                 }
             } finally {
@@ -410,8 +414,8 @@ public final class ReplicaGroup {
         public void starving(boolean starving) {
             lock.lock();
             try {
-                if (ReplicaGroup.this.starving[replica] != starving) {
-                    ReplicaGroup.this.starving[replica] = starving;
+                if (seats[replica].starving != starving) {
+                    seats[replica].starving = starving;
                     tellWatchers();
                 }
             } finally {
@@ -434,7 +438,7 @@ public final class ReplicaGroup {
             lock.lock();
             try {
                 if (checkpointId == cutCheckpoint) {
-                    cutTaken[replica] = true;
+                    seats[replica].cutTaken = true;
                     releaseCutIfTaken();
                 }
             } finally {
@@ -446,8 +450,8 @@ public final class ReplicaGroup {
         public void end() {
             lock.lock();
             try {
-                ended[replica] = true;
-                starving[replica] = false;
+                seats[replica].ended = true;
+                seats[replica].starving = false;
                 tellWatchers();
             } finally {
                 lock.unlock();
@@ -532,8 +536,8 @@ public final class ReplicaGroup {
         if (cutCheckpoint < 0) {
             return;
         }
-        for (int r = 0; r < size; r++) {
-            if (!cutTaken[r]) {
+        for (Seat seat : seats) {
+            if (!seat.cutTaken) {
                 return;
             }
         }
@@ -551,7 +555,7 @@ public final class ReplicaGroup {
 
     private boolean othersStarve(int replica) {
         for (int r = 0; r < size; r++) {
-            if (r != replica && starving[r] && !ended[r]) {
+            if (r != replica && seats[r].starving && !seats[r].ended) {
                 return true;
             }
         }
@@ -568,14 +572,15 @@ public final class ReplicaGroup {
         int contributors = 0;
         float[] only = null;
         boolean more = false; // a replica without samples this step has more to come
-        for (int r = 0; r < size; r++) {
-            total += samples[r];
-            if (samples[r] > 0) {
-                length = posted[r].length;
+        for (Seat seat : seats) {
+            Post p = seat.post;
+            total += p.samples();
+            if (p.samples() > 0) {
+                length = p.gradient().length;
                 contributors++;
-                only = posted[r];
+                only = p.gradient();
             } else {
-                more |= posted[r] != null;
+                more |= p.gradient() != null;
             }
         }
         if (total == 0 && !more) {
@@ -592,12 +597,13 @@ public final class ReplicaGroup {
         } else {
             // Fixed order of replicas: every run sums the same way.
             float[] average = new float[length];
-            for (int r = 0; r < size; r++) {
-                if (samples[r] == 0) {
+            for (Seat seat : seats) {
+                Post p = seat.post;
+                if (p.samples() == 0) {
                     continue;
                 }
-                float w = (float) ((double) samples[r] / total);
-                float[] g = posted[r];
+                float w = (float) ((double) p.samples() / total);
+                float[] g = p.gradient();
                 for (int i = 0; i < length; i++) {
                     average[i] += w * g[i];
                 }
@@ -605,10 +611,9 @@ public final class ReplicaGroup {
             result = average;
             published++;
         }
-        Arrays.fill(posted, null);
-        Arrays.fill(hasPosted, false);
-        Arrays.fill(parked, false);
-        Arrays.fill(samples, 0);
+        for (Seat seat : seats) {
+            seat.post = null;
+        }
         postedCount = 0;
         changed.signalAll();
     }
