@@ -11,6 +11,7 @@ import io.minato.spi.Workload;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.apache.flink.api.common.accumulators.LongCounter;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
@@ -23,6 +24,8 @@ import org.apache.flink.runtime.state.StateSnapshotContext;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the fast and the slow workers share: the workload, the deal to devices, a share of the
@@ -47,6 +50,7 @@ import org.apache.flink.streaming.runtime.tasks.mailbox.TaskMailbox;
  */
 abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
         implements OneInputStreamOperator<IN, PreparedSample>, OperatorEventHandler {
+    private static final Logger LOG = LoggerFactory.getLogger(PreparingOperator.class);
     private static final long serialVersionUID = 1L;
 
     /** How long a worker waits for room in the handoff before it looks at its mail again. */
@@ -276,7 +280,7 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
     final void emit(PreparedSample sample) throws Exception {
         PreparedSample routed = batchers.route(sample);
         if (routed.handOff()) {
-            awaitHandoffRoom(routed);
+            parkInHandoff(routed);
         }
         if (routed.handOff() || !chunks.inPieces(routed)) {
             output.collect(new StreamRecord<>(routed));
@@ -293,18 +297,27 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
     }
 
     /**
-     * Waits, while the handoff is full, for room for the patch of {@code sample}, up to the wait
-     * the handoff itself would make ({@link SampleHandoff#WAIT_NANOS}), in slices between which the
-     * task's mail runs: a checkpoint taken meanwhile keeps the task, which is prepared again after
-     * a restore, as while it waits for the scheduler. Without the slices the task's thread waited
-     * inside the handoff, and every checkpoint's start with it (by up to a second after a restore,
-     * while the batchers were not yet reading).
+     * Parks the patch of {@code sample} in the handoff, waiting while it is full in slices between
+     * which the task's mail runs, for as long as it stays full: that wait is the loader's
+     * backpressure, and a checkpoint taken meanwhile keeps the task, which is prepared again after
+     * a restore. The sample's serialization then finds its patch parked and waits no more. A wait
+     * inside the serializer held the task's thread, and every checkpoint's start with it, for up to
+     * {@link SampleHandoff#WAIT_NANOS}: a training process that paused longer than that timed
+     * checkpoints out. A wait past it is logged, once per sample.
      */
-    private void awaitHandoffRoom(PreparedSample sample) throws Exception {
+    private void parkInHandoff(PreparedSample sample) throws Exception {
         SampleHandoff handoff = SampleHandoff.jvm();
-        long deadline = System.nanoTime() + SampleHandoff.WAIT_NANOS;
-        long size = sample.patch().bytes();
-        while (!handoff.awaitRoom(size, ROOM_SLICE_MILLIS) && System.nanoTime() < deadline) {
+        long warnAt = System.nanoTime() + SampleHandoff.WAIT_NANOS;
+        boolean warned = false;
+        while (!handoff.offerWithin(sample.task(), sample.patch(), ROOM_SLICE_MILLIS)) {
+            if (!warned && System.nanoTime() > warnAt) {
+                warned = true;
+                LOG.info(
+                        "{}: the samples handed to this TaskManager's batchers have not been taken"
+                                + " for {} s; waiting (the devices' queues are full)",
+                        getOperatorName(),
+                        TimeUnit.NANOSECONDS.toSeconds(SampleHandoff.WAIT_NANOS));
+            }
             waiting = sample.task();
             try {
                 while (mailbox.tryYield()) {

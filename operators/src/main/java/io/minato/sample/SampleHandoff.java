@@ -233,7 +233,46 @@ public final class SampleHandoff {
      *     inline
      */
     public boolean offer(SampleTask task, Patch patch) {
-        return offer(new Key(task, Kind.PATCH), patch, patch.bytes());
+        if (holds(task, patch)) {
+            return true; // its sender parked it before it was serialized (offerWithin)
+        }
+        return offer(new Key(task, Kind.PATCH), patch, patch.bytes(), WAIT_NANOS, true);
+    }
+
+    /**
+     * Parks the patch of {@code task} if there is room within {@code millis}, the wait {@link
+     * #offer(SampleTask, Patch)} would make cut into a slice: a sender that waits in slices, its
+     * task's mail running between them, parks the patch before it emits the sample, and its
+     * serialization then finds it parked and waits no more.
+     *
+     * @return true when parked (or never parked: too big, or nothing reserved any room), false when
+     *     the slice passed without room
+     */
+    public boolean offerWithin(SampleTask task, Patch patch, long millis) {
+        synchronized (this) {
+            if (patch.bytes() > boundBytes || reservedSamples == 0) {
+                return true; // the serializer sends it inline without waiting
+            }
+        }
+        return offer(
+                new Key(task, Kind.PATCH),
+                patch,
+                patch.bytes(),
+                TimeUnit.MILLISECONDS.toNanos(millis),
+                false);
+    }
+
+    /** Whether {@code patch} itself is parked for {@code task}. */
+    private synchronized boolean holds(SampleTask task, Patch patch) {
+        ArrayDeque<Entry> entries = parked.get(new Key(task, Kind.PATCH));
+        if (entries != null) {
+            for (Entry e : entries) {
+                if (e.value() == patch) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**
@@ -244,16 +283,21 @@ public final class SampleHandoff {
      * @return false when there was no room, or nothing in this JVM reserved any: send it inline
      */
     public boolean offer(SampleTask task, Steps<?> unfinished) {
-        return offer(new Key(task, Kind.UNFINISHED), unfinished, unfinished.heldBytes());
+        return offer(new Key(task, Kind.UNFINISHED), unfinished, unfinished.heldBytes(), 0, true);
     }
 
-    private synchronized boolean offer(Key key, Object value, long size) {
+    /**
+     * Parks {@code value} if there is room within {@code waitNanos}; a miss counts as sent inline
+     * where {@code inlineIfNot}.
+     */
+    private synchronized boolean offer(
+            Key key, Object value, long size, long waitNanos, boolean inlineIfNot) {
         if (size > boundBytes || reservedSamples == 0) {
             // Too big to park at all, or no operator of a running loader in this JVM.
             sentInline++;
             return false;
         }
-        long deadline = System.nanoTime() + (key.kind() == Kind.PATCH ? WAIT_NANOS : 0);
+        long deadline = System.nanoTime() + waitNanos;
         boolean room;
         try {
             room = roomBy(key.kind(), size, deadline);
@@ -262,7 +306,9 @@ public final class SampleHandoff {
             room = false;
         }
         if (!room) {
-            sentInline++;
+            if (inlineIfNot) {
+                sentInline++;
+            }
             return false;
         }
         Entry e = new Entry(key, value, size, System.nanoTime());
