@@ -5,6 +5,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+from typing import Any, Optional, Sequence
 
 from .loader import LoaderError, MinatoLoader
 
@@ -88,12 +89,31 @@ class EmbeddedJob:
         self._log.close()
 
 
-def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=None,
-           workers=None, seed=None, extra_args=(), prefetch=2, pin_memory=None, **loader_kw):
+def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int = 1,
+           batch_size: Optional[int] = None, batch: Optional[int] = None, patch: int = 128,
+           run_dir: Optional[str] = None, workers: Optional[int] = None,
+           seed: Optional[int] = None, drop_last: bool = False, extra_args: Sequence[str] = (),
+           prefetch: int = 2, pin_memory: Optional[bool] = None,
+           **loader_kw: Any) -> MinatoLoader:
     """Starts the serving job on this machine (rank 0) and returns rank `rank`'s MinatoLoader.
+
+    data: the data folder of a built-in workload (kits19's .npy pairs; --workload images in
+    extra_args for a folder of class folders). rank: this process's rank (default: torchrun's
+    RANK, else 0). ranks: the training processes, one device queue each. epochs: the run's
+    epochs, a pass over the loader each. batch_size: samples a batch holds (the job's --batch,
+    default 2; `batch` is its other name). patch: the edge of a training crop (--patch).
+    run_dir: the job's run directory (default: a new temporary one; several ranks give the same
+    one). workers, seed: the job's --workers and --seed (default: the job's). drop_last: leave
+    out the run's last batch when it holds fewer than batch_size samples, as a DataLoader's
+    drop_last does. extra_args: further options of the job's train command. prefetch,
+    pin_memory, loader_kw: MinatoLoader's.
 
     With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
     the job, the others connect to it. Closing rank 0's loader stops the job."""
+    if batch_size is not None and batch is not None and batch_size != batch:
+        raise ValueError(f"batch_size={batch_size} and batch={batch}: batch is batch_size's "
+                         f"other name, give one")
+    batch_size = batch_size if batch_size is not None else batch if batch is not None else 2
     rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
     if ranks > 1 and run_dir is None:
         raise ValueError("several ranks share one job: give every rank the same run_dir")
@@ -105,7 +125,7 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
     if rank == 0:
         args = ["train", "--accelerator", "serve", "--data", os.path.abspath(data),
                 "--devices", "cpu" if ranks == 1 else f"cpu:{ranks}",
-                "--epochs", str(epochs), "--batch", str(batch), "--patch", str(patch),
+                "--epochs", str(epochs), "--batch", str(batch_size), "--patch", str(patch),
                 "--run-dir", run_dir, "--no-web-ui", "--progress-interval", "0", "--no-plots"]
         if workers is not None:
             args += ["--workers", str(workers)]
@@ -113,5 +133,5 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
             args += ["--seed", str(seed)]
         args += list(extra_args)
         job = EmbeddedJob(args, run_dir, run_dir.rstrip("/") + ".log")
-    return MinatoLoader(run_dir=run_dir, rank=rank, prefetch=prefetch, pin_memory=pin_memory,
-                        job=job, **loader_kw)
+    return MinatoLoader(run_dir=run_dir, rank=rank, batch_size=batch_size, drop_last=drop_last,
+                        prefetch=prefetch, pin_memory=pin_memory, job=job, **loader_kw)
