@@ -5,14 +5,14 @@ import shlex
 import signal
 import subprocess
 import tempfile
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from .loader import LoaderError, MinatoLoader
 
 _REPO_LAUNCHER = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "run")
 
 
-def _launcher():
+def _launcher() -> List[str]:
     """MINATO_LAUNCHER (a command line), else the repository's scripts/run: the one beside this
     package when it is used from the repository (PYTHONPATH=python), else, for a package
     installed with pip, the checkout the script runs in (the working directory or one above)."""
@@ -39,7 +39,9 @@ def _launcher():
 class EmbeddedJob:
     """A serving job running in a child process on this machine; its output goes to `log_path`."""
 
-    def __init__(self, args, run_dir, log_path):
+    def __init__(self, args: Sequence[str], run_dir: str, log_path: str) -> None:
+        """args: the launcher's subcommand and options; run_dir: the job's run directory;
+        log_path: where its output goes."""
         self.run_dir, self.log_path = run_dir, log_path
         self._log = open(log_path, "wb")
         cmd = _launcher() + list(args)
@@ -50,13 +52,13 @@ class EmbeddedJob:
             self._log.close()
             raise LoaderError(f"cannot start the job with {cmd[0]}: {err}") from None
 
-    def check(self):
+    def check(self) -> None:
         """Raises the job's own one-line error if it has stopped before its end."""
         code = self._proc.poll()
         if code is not None and code != 0:
             raise LoaderError(f"the job stopped (exit status {code}): {self._last_error()}")
 
-    def _last_error(self):
+    def _last_error(self) -> str:
         try:
             with open(self.log_path, errors="replace") as f:
                 lines = [l.strip() for l in f if l.strip()]
@@ -66,12 +68,15 @@ class EmbeddedJob:
         last = errors[-1] if errors else (lines[-1] if lines else "no output")
         return f"{last} (log: {self.log_path})"
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """The job's exit status once it has exited; raises subprocess.TimeoutExpired after
+        `timeout` seconds."""
         return self._proc.wait(timeout)
 
-    def close(self, finish_s=0, grace_s=30):
+    def close(self, finish_s: float = 0, grace_s: float = 30) -> None:
         """Stops the job if it still runs after `finish_s` seconds (a job whose run ended writes
-        its report and exits by itself); its run directory keeps what it wrote."""
+        its report and exits by itself); its run directory keeps what it wrote. grace_s: how long
+        SIGTERM has before SIGKILL."""
         if finish_s > 0:
             try:
                 self._proc.wait(finish_s)
