@@ -99,21 +99,23 @@ def job_report_path(a):
 
 def minato_batches(a, ranks, holder, data, patch, extra):
     """The job's batches for this rank (the job started here, or found through --run-dir): first
-    None once the job serves, then (image, label, trace rows) a batch, a pass per epoch."""
+    None once the job serves, then (image, label, trace rows, None) a batch, a pass per epoch."""
     from minato_flink import launch
     extra = ["--workers", str(a.workers), "--seed", str(a.seed), *extra]
     if ranks.rank == 0:
         extra += ["--report", job_report_path(a)]
-    loader = launch(data, rank=ranks.rank, ranks=ranks.size, epochs=a.epochs, batch=a.batch,
-                    patch=patch, run_dir=a.run_dir, extra_args=extra)
+    loader = launch(data, rank=ranks.rank, ranks=ranks.size, epochs=a.epochs,
+                    batch_size=a.batch, patch=patch, run_dir=a.run_dir, extra_args=extra)
     holder.append(loader)
     len(loader)  # connected: the job is up and its first batches are asked for
     yield None
     for epoch in range(a.epochs):  # a pass over the loader per epoch, as over a DataLoader
-        for b in loader:
+        loader.sampler.set_epoch(epoch)
+        for batch in loader:
+            image, label = batch  # and which samples it holds, for the trace
             rows = [(int(e), int(i), c, p)
-                    for (e, i), c, p in zip(b.samples.tolist(), b.cases, b.paths)]
-            yield b.image, b.label, rows, None
+                    for (e, i), c, p in zip(batch.samples.tolist(), batch.cases, batch.paths)]
+            yield image, label, rows, None
 
 
 def sample_meta(index, cpu0):

@@ -24,9 +24,9 @@ def measure(a, mode):
     times, loop = [], []
     take = loader_module.MinatoLoader._take
 
-    def timed(self, header):
+    def timed(self, conn, header):
         w0, c0 = time.perf_counter(), time.thread_time()
-        batch = take(self, header)
+        batch = take(self, conn, header)
         times.append((time.perf_counter() - w0, time.thread_time() - c0, header["nbytes"]))
         return batch
 
@@ -35,7 +35,7 @@ def measure(a, mode):
     if mode == "tcp":
         loader_module._SHM = "/nonexistent"  # no shared memory: as from another host
     try:
-        with launch(a.data, epochs=a.epochs, batch=a.batch, patch=a.patch,
+        with launch(a.data, epochs=a.epochs, batch_size=a.batch, patch=a.patch,
                     extra_args=["--eval-cases", "0"]) as loader:
             for _ in range(loader.epochs):  # a pass over the loader per epoch
                 it = iter(loader)

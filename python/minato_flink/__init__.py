@@ -6,7 +6,9 @@ submitted to a Flink cluster. See the repository's docs/pytorch.md.
 """
 
 from .consumed import ConsumedSet
-from .loader import Batch, LoaderError, MinatoLoader
 from .launch import EmbeddedJob, launch
+from .loader import (Batch, LoaderError, LoaderWarning, MinatoLoader, ServedDataset,
+                     ServedSampler)
 
-__all__ = ["Batch", "ConsumedSet", "EmbeddedJob", "LoaderError", "MinatoLoader", "launch"]
+__all__ = ["Batch", "ConsumedSet", "EmbeddedJob", "LoaderError", "LoaderWarning", "MinatoLoader",
+           "ServedDataset", "ServedSampler", "launch"]

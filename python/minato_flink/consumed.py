@@ -1,7 +1,10 @@
 """The samples a training process has consumed, by identity (epoch, index)."""
 
+from __future__ import annotations
+
 import base64
 import zlib
+from typing import Dict, Mapping, Tuple
 
 _PACKED = "z:"
 _MAX_BITMAP_BYTES = (2**31 - 1 >> 3) + 1  # an index is a Java int
@@ -15,11 +18,13 @@ class ConsumedSet:
     zlib-compressed ("z:" and base64): a finished epoch is a periodic pattern, a few hundred bytes
     whatever its size. An epoch's compressed form is kept until the epoch changes."""
 
-    def __init__(self):
-        self._epochs = {}
-        self._packed = {}
+    def __init__(self) -> None:
+        """An empty set."""
+        self._epochs: Dict[int, bytearray] = {}
+        self._packed: Dict[int, str] = {}
 
-    def add(self, epoch, index):
+    def add(self, epoch: int, index: int) -> None:
+        """Adds sample (epoch, index)."""
         epoch = int(epoch)
         bits = self._epochs.setdefault(epoch, bytearray())
         byte = index >> 3
@@ -28,16 +33,16 @@ class ConsumedSet:
         bits[byte] |= 1 << (index & 7)
         self._packed.pop(epoch, None)
 
-    def __contains__(self, sample):
+    def __contains__(self, sample: Tuple[int, int]) -> bool:
         epoch, index = sample
         bits = self._epochs.get(int(epoch))
         byte = index >> 3
         return bits is not None and byte < len(bits) and bool(bits[byte] >> (index & 7) & 1)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return sum(bin(int.from_bytes(bits, "little")).count("1") for bits in self._epochs.values())
 
-    def to_wire(self):
+    def to_wire(self) -> Dict[str, str]:
         """Epoch (as text) to "z:" and base64 of the zlib-compressed bitmap: what the job reads,
         and what a checkpoint keeps."""
         wire = {}
@@ -51,8 +56,11 @@ class ConsumedSet:
         return wire
 
     @classmethod
-    def from_wire(cls, wire):
-        """The set `to_wire` gave; plain base64 of a bitmap is read too."""
+    def from_wire(cls, wire: Mapping[str, str]) -> ConsumedSet:
+        """The set `to_wire` gave; plain base64 of a bitmap is read too.
+
+        wire: what to_wire() returned; raises ValueError, in one line naming the epoch, for
+        anything else."""
         out = cls()
         if not isinstance(wire, dict):
             raise ValueError("consumed samples: expected a mapping of epoch to bitmap")

@@ -5,13 +5,14 @@ import shlex
 import signal
 import subprocess
 import tempfile
+from typing import Any, List, Optional, Sequence
 
 from .loader import LoaderError, MinatoLoader
 
 _REPO_LAUNCHER = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "run")
 
 
-def _launcher():
+def _launcher() -> List[str]:
     """MINATO_LAUNCHER (a command line), else the repository's scripts/run: the one beside this
     package when it is used from the repository (PYTHONPATH=python), else, for a package
     installed with pip, the checkout the script runs in (the working directory or one above)."""
@@ -38,7 +39,9 @@ def _launcher():
 class EmbeddedJob:
     """A serving job running in a child process on this machine; its output goes to `log_path`."""
 
-    def __init__(self, args, run_dir, log_path):
+    def __init__(self, args: Sequence[str], run_dir: str, log_path: str) -> None:
+        """args: the launcher's subcommand and options; run_dir: the job's run directory;
+        log_path: where its output goes."""
         self.run_dir, self.log_path = run_dir, log_path
         self._log = open(log_path, "wb")
         cmd = _launcher() + list(args)
@@ -49,13 +52,13 @@ class EmbeddedJob:
             self._log.close()
             raise LoaderError(f"cannot start the job with {cmd[0]}: {err}") from None
 
-    def check(self):
+    def check(self) -> None:
         """Raises the job's own one-line error if it has stopped before its end."""
         code = self._proc.poll()
         if code is not None and code != 0:
             raise LoaderError(f"the job stopped (exit status {code}): {self._last_error()}")
 
-    def _last_error(self):
+    def _last_error(self) -> str:
         try:
             with open(self.log_path, errors="replace") as f:
                 lines = [l.strip() for l in f if l.strip()]
@@ -65,12 +68,15 @@ class EmbeddedJob:
         last = errors[-1] if errors else (lines[-1] if lines else "no output")
         return f"{last} (log: {self.log_path})"
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """The job's exit status once it has exited; raises subprocess.TimeoutExpired after
+        `timeout` seconds."""
         return self._proc.wait(timeout)
 
-    def close(self, finish_s=0, grace_s=30):
+    def close(self, finish_s: float = 0, grace_s: float = 30) -> None:
         """Stops the job if it still runs after `finish_s` seconds (a job whose run ended writes
-        its report and exits by itself); its run directory keeps what it wrote."""
+        its report and exits by itself); its run directory keeps what it wrote. grace_s: how long
+        SIGTERM has before SIGKILL."""
         if finish_s > 0:
             try:
                 self._proc.wait(finish_s)
@@ -88,12 +94,31 @@ class EmbeddedJob:
         self._log.close()
 
 
-def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=None,
-           workers=None, seed=None, extra_args=(), prefetch=2, pin_memory=None, **loader_kw):
+def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int = 1,
+           batch_size: Optional[int] = None, batch: Optional[int] = None, patch: int = 128,
+           run_dir: Optional[str] = None, workers: Optional[int] = None,
+           seed: Optional[int] = None, drop_last: bool = False, extra_args: Sequence[str] = (),
+           prefetch: int = 2, pin_memory: Optional[bool] = None,
+           **loader_kw: Any) -> MinatoLoader:
     """Starts the serving job on this machine (rank 0) and returns rank `rank`'s MinatoLoader.
+
+    data: the data folder of a built-in workload (kits19's .npy pairs; --workload images in
+    extra_args for a folder of class folders). rank: this process's rank (default: torchrun's
+    RANK, else 0). ranks: the training processes, one device queue each. epochs: the run's
+    epochs, a pass over the loader each. batch_size: samples a batch holds (the job's --batch,
+    default 2; `batch` is its other name). patch: the edge of a training crop (--patch).
+    run_dir: the job's run directory (default: a new temporary one; several ranks give the same
+    one). workers, seed: the job's --workers and --seed (default: the job's). drop_last: leave
+    out the run's last batch when it holds fewer than batch_size samples, as a DataLoader's
+    drop_last does. extra_args: further options of the job's train command. prefetch,
+    pin_memory, loader_kw: MinatoLoader's.
 
     With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
     the job, the others connect to it. Closing rank 0's loader stops the job."""
+    if batch_size is not None and batch is not None and batch_size != batch:
+        raise ValueError(f"batch_size={batch_size} and batch={batch}: batch is batch_size's "
+                         f"other name, give one")
+    batch_size = batch_size if batch_size is not None else batch if batch is not None else 2
     rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
     if ranks > 1 and run_dir is None:
         raise ValueError("several ranks share one job: give every rank the same run_dir")
@@ -105,7 +130,7 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
     if rank == 0:
         args = ["train", "--accelerator", "serve", "--data", os.path.abspath(data),
                 "--devices", "cpu" if ranks == 1 else f"cpu:{ranks}",
-                "--epochs", str(epochs), "--batch", str(batch), "--patch", str(patch),
+                "--epochs", str(epochs), "--batch", str(batch_size), "--patch", str(patch),
                 "--run-dir", run_dir, "--no-web-ui", "--progress-interval", "0", "--no-plots"]
         if workers is not None:
             args += ["--workers", str(workers)]
@@ -113,5 +138,5 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
             args += ["--seed", str(seed)]
         args += list(extra_args)
         job = EmbeddedJob(args, run_dir, run_dir.rstrip("/") + ".log")
-    return MinatoLoader(run_dir=run_dir, rank=rank, prefetch=prefetch, pin_memory=pin_memory,
-                        job=job, **loader_kw)
+    return MinatoLoader(run_dir=run_dir, rank=rank, batch_size=batch_size, drop_last=drop_last,
+                        prefetch=prefetch, pin_memory=pin_memory, job=job, **loader_kw)

@@ -22,7 +22,7 @@ def broken(images, tmp_path):
 
 
 def served(data, epochs, *args):
-    return launch(str(data), epochs=epochs, batch=4, patch=32,
+    return launch(str(data), epochs=epochs, batch_size=4, patch=32,
                   extra_args=["--workload", "images", "--eval-cases", "0", *args])
 
 
@@ -31,11 +31,12 @@ def test_should_serve_images_as_float_nchw_with_their_folders_classes_every_samp
     with served(images, 2) as loader:
         for epoch in range(loader.epochs):
             for batch in loader:
-                assert batch.image.dtype == torch.float32
-                assert batch.image.shape == (len(batch), 3, 32, 32)
-                assert batch.label.dtype == torch.int64 and batch.label.shape == (len(batch),)
+                image, label = batch
+                size = len(batch.samples)
+                assert image.dtype == torch.float32 and image.shape == (size, 3, 32, 32)
+                assert label.dtype == torch.int64 and label.shape == (size,)
                 # ImageFolder's classes: the folders in name order.
-                for cls, name in zip(batch.label.tolist(), batch.cases):
+                for cls, name in zip(label.tolist(), batch.cases):
                     assert name.startswith(f"class_{cls:02d}/"), (cls, name)
                 seen += [tuple(s) for s in batch.samples.tolist()]
         assert loader._job.wait(60) == 0

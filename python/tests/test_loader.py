@@ -37,20 +37,22 @@ def every_batch(loader):
 
 
 def test_should_yield_one_epoch_a_pass_every_sample_once_as_tensors_in_full_batches(dataset):
-    with launch(dataset, epochs=3, batch=4, patch=16, extra_args=["--eval-cases", "0"]) as loader:
+    with launch(dataset, epochs=3, batch_size=4, patch=16,
+                extra_args=["--eval-cases", "0"]) as loader:
         seen, sizes, passes = [], [], []
         for epoch in range(3):
             assert loader.epoch == epoch
             steps = len(loader)
             passes.append(0)
             for batch in loader:
-                assert batch.image.dtype == torch.float32
-                assert batch.image.shape[1:] == (1, 16, 16, 16)
-                assert batch.label.dtype == torch.uint8 and batch.label.shape == batch.image.shape
+                image, label = batch
+                assert image.dtype == torch.float32
+                assert image.shape[1:] == (1, 16, 16, 16)
+                assert label.dtype == torch.uint8 and label.shape == image.shape
                 assert set(batch.paths) <= {"fast", "slow"}
-                assert int(batch.label.max()) <= 2
+                assert int(label.max()) <= 2
                 seen += ids(batch)
-                sizes.append(len(batch))
+                sizes.append(len(batch.samples))
                 passes[-1] += 1
             assert passes[-1] == steps
         assert list(loader) == []  # the run had 3 epochs
@@ -62,7 +64,7 @@ def test_should_yield_one_epoch_a_pass_every_sample_once_as_tensors_in_full_batc
 
 def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(dataset, tmp_path):
     run = str(tmp_path / "run")
-    first = launch(dataset, epochs=4, batch=2, patch=16, run_dir=run,
+    first = launch(dataset, epochs=4, batch_size=2, patch=16, run_dir=run,
                    extra_args=["--eval-cases", "0"])
     job = first._job
     first._job = None  # the job outlives this process's loader, as a restarted script finds it
@@ -89,6 +91,7 @@ def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(data
 
 
 def test_should_refuse_a_second_process_for_the_same_rank(dataset):
+    # batch=, batch_size's other name
     with launch(dataset, epochs=2, batch=2, patch=16, extra_args=["--eval-cases", "0"]) as loader:
         it = iter(loader)
         next(it)
@@ -102,7 +105,7 @@ def test_should_refuse_a_second_process_for_the_same_rank(dataset):
 def test_should_refuse_a_process_without_the_token(dataset, tmp_path):
     token = tmp_path / "token"
     token.write_text("s3cret\n")
-    loader = launch(dataset, epochs=1, batch=2, patch=16,
+    loader = launch(dataset, epochs=1, batch_size=2, patch=16,
                     extra_args=["--eval-cases", "0", "--serve-token-file", str(token)])
     job = loader._job
     try:
@@ -110,7 +113,7 @@ def test_should_refuse_a_process_without_the_token(dataset, tmp_path):
         with pytest.raises(LoaderError, match="wrong or missing token"):
             next(iter(intruder))
         good = MinatoLoader(run_dir=job.run_dir, rank=0, token="s3cret")
-        assert sum(len(b) for b in good) == run_samples(1)
+        assert sum(len(b.samples) for b in good) == run_samples(1)
     finally:
         loader.close()
 
@@ -127,12 +130,12 @@ def test_should_raise_the_jobs_one_line_when_a_file_goes_bad_mid_run(dataset, tm
     trained = 0
     with pytest.raises(LoaderError, match=r"exit status 3\): error: .*case_00002_x\.npy: not a "
                                           r"\.npy file") as raised:
-        with launch(str(data), epochs=6, batch=2, patch=16,
+        with launch(str(data), epochs=6, batch_size=2, patch=16,
                     extra_args=["--eval-cases", "0"]) as loader:
             for batch in every_batch(loader):
                 if trained == 0:
                     (data / "case_00002_x.npy").write_bytes(b"rewritten, not an array")
-                trained += len(batch)
+                trained += len(batch.samples)
     assert "\n" not in str(raised.value)
     assert trained < 6 * CASES
 
@@ -141,7 +144,7 @@ def test_should_keep_every_sample_once_when_the_job_fails_and_resumes(dataset, t
     """kill -9 of the job process mid-run, then --resume: the process reconnects and the job
     serves what its checkpoint and the process's consumed samples leave, nothing twice."""
     run = str(tmp_path / "run")
-    loader = launch(dataset, epochs=40, batch=2, patch=16, run_dir=run, reconnect_s=180,
+    loader = launch(dataset, epochs=40, batch_size=2, patch=16, run_dir=run, reconnect_s=180,
                     extra_args=["--eval-cases", "0", "--checkpoint-interval", "200"])
     job = loader._job
     loader._job = None
@@ -179,7 +182,7 @@ def latest_checkpoint(run):
 
 def test_should_go_on_checkpointing_while_no_process_is_connected(dataset, tmp_path):
     run = str(tmp_path / "run")
-    loader = launch(dataset, epochs=200, batch=2, patch=16, run_dir=run,
+    loader = launch(dataset, epochs=200, batch_size=2, patch=16, run_dir=run,
                     extra_args=["--eval-cases", "0", "--checkpoint-interval", "300"])
     job = loader._job
     loader._job = None
@@ -199,7 +202,7 @@ def test_should_go_on_checkpointing_while_no_process_is_connected(dataset, tmp_p
         assert latest_checkpoint(run) >= before + 12
         back = MinatoLoader(run_dir=run, rank=0)
         back.load_state_dict(state)
-        assert sum(len(b) for b in every_batch(back)) == 200 * CASES - 20
+        assert sum(len(b.samples) for b in every_batch(back)) == 200 * CASES - 20
     finally:
         job.close()
 
@@ -208,7 +211,7 @@ def test_should_leave_the_runs_last_odd_sample_out_of_two_ranks_and_of_the_repor
     """5 training cases x 3 epochs over 2 ranks: 7 samples each; the 15th is trained by neither, so
     the job's report counts it dropped and its trace does not list it."""
     run, report, trace_file = str(tmp_path / "run"), tmp_path / "r.json", tmp_path / "t.csv"
-    loaders = [launch(dataset, rank=0, ranks=2, epochs=3, batch=2, patch=16, run_dir=run,
+    loaders = [launch(dataset, rank=0, ranks=2, epochs=3, batch_size=2, patch=16, run_dir=run,
                       extra_args=["--eval-cases", "1", "--report", str(report),
                                   "--trace", str(trace_file)])]
     loaders.append(MinatoLoader(run_dir=run, rank=1))

@@ -2,14 +2,17 @@
 protocol, and to a saved state that is not its own: no job needed, a socket plays the peer."""
 
 import json
+import pickle
 import socket
 import struct
 import threading
 import time
+import warnings
 
 import pytest
+import torch
 
-from minato_flink import LoaderError, MinatoLoader
+from minato_flink import Batch, ConsumedSet, LoaderError, LoaderWarning, MinatoLoader
 
 
 def frame(message):
@@ -65,9 +68,13 @@ def first_batch(peer):
 def test_should_take_a_well_formed_batch_from_the_socket():
     peer = Peer(WELCOME, batch_message(), bytes(range(80)))
     batch = first_batch(peer)
-    assert batch.image.shape == tuple(SHAPE) and batch.label.shape == tuple(SHAPE)
+    image, label = batch
+    assert image.shape == tuple(SHAPE) and label.shape == tuple(SHAPE)
     assert batch.samples.tolist() == [[0, 0], [0, 1]] and batch.paths == ["fast", "slow"]
-    assert bytes(batch.label.flatten().tolist()) == bytes(range(64, 80))
+    assert bytes(label.flatten().tolist()) == bytes(range(64, 80))
+    again = pickle.loads(pickle.dumps(batch))  # a tuple subclass rebuilt with its samples
+    assert isinstance(again, Batch) and again.samples.tolist() == [[0, 0], [0, 1]]
+    assert again.cases == batch.cases and again.step == 0 and torch.equal(again[1], label)
 
 
 @pytest.mark.parametrize("reply, message", [
@@ -262,8 +269,6 @@ def test_should_share_the_runs_steps_out_over_its_epochs_a_pass_each():
 def test_should_never_step_a_schedule_sized_by_len_past_its_end():
     """A OneCycleLR of epochs x len(loader) steps, asked before the first pass, steps once a
     batch through five steps over three epochs: it raises if stepped past its total."""
-    import torch
-
     welcome = frame({"type": "welcome", "samples": 10, "batch": 2, "epochs": 3, "slots": []})
     served = [(0, i) for i in range(6)] + [(1, i) for i in range(4)]
     peer = Recorder(lambda hello, conn: conn.sendall(
@@ -304,3 +309,113 @@ def test_should_keep_a_finished_epoch_in_a_few_hundred_bytes_and_read_plain_bitm
     assert (2, 500_003) in ConsumedSet.from_wire(consumed.to_wire())
     plain = ConsumedSet.from_wire({"0": "AQI="})  # a state saved before compression
     assert (0, 0) in plain and (0, 9) in plain and len(plain) == 2
+
+
+def serving(welcome, batches, end=True, **loader_kw):
+    """A loader on a peer that welcomes it with `welcome`, sends batches of these samples (steps
+    from 0) and, with `end`, the run's end."""
+    peer = Recorder(lambda hello, conn: conn.sendall(
+        frame({"type": "welcome", "slots": [], **welcome})
+        + b"".join(batch_of(b, step) for step, b in enumerate(batches))
+        + (frame({"type": "end"}) if end else b"")))
+    loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5,
+                          pin_memory=False, **loader_kw)
+    return peer, loader
+
+
+def test_should_refuse_in_one_line_a_job_of_another_batch_size():
+    peer, loader = serving({"samples": 4, "batch": 2}, [], end=False, batch_size=8)
+    try:
+        with pytest.raises(LoaderError, match=r"^rank 0: the job's batches hold 2 samples, not "
+                                              r"the loader's batch_size of 8$"):
+            next(iter(loader))
+    finally:
+        loader.close()
+        peer.close()
+
+
+def test_should_leave_a_short_last_batch_out_under_drop_last_and_count_it_consumed():
+    """5 samples in batches of 2 over one epoch: two steps, the fifth sample consumed without
+    being yielded, so that a job the state is given to serves it no more."""
+    peer, loader = serving({"samples": 5, "batch": 2, "epochs": 1},
+                           [[(0, 0), (0, 1)], [(0, 2), (0, 3)], [(0, 4)]], drop_last=True)
+    try:
+        assert (len(loader), loader.run_steps, loader.batch_size) == (2, 2, 2)
+        assert len(loader.sampler) == 4
+        yielded = [batch.samples.tolist() for batch in loader]
+        assert yielded == [[[0, 0], [0, 1]], [[0, 2], [0, 3]]]
+        assert loader._ended
+        state = loader.state_dict()
+        assert state["steps"] == 2 and len(ConsumedSet.from_wire(state["consumed"])) == 5
+    finally:
+        loader.close()
+        peer.close()
+
+
+def test_should_say_how_many_batches_fewer_a_pass_yields_when_the_run_ends_short():
+    """6 samples over 2 epochs, 3 steps planned (2, 1); the job leaves 3 out during the run and
+    ends after 2 batches: the last pass yields none of its 1, and says so; len() is then 0."""
+    peer, loader = serving({"samples": 6, "batch": 2, "epochs": 2},
+                           [[(0, 0), (0, 1)], [(0, 3), (1, 1)]])
+    try:
+        assert [len(loader), len(loader.sampler)] == [2, 4]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a full pass says nothing
+            assert len(list(loader)) == 2
+        assert len(loader) == 1
+        with pytest.warns(LoaderWarning) as said:
+            assert list(loader) == []
+        assert [str(w.message) for w in said] == [
+            "rank 0: epoch 1's pass yielded 0 of its 1 batches (len(loader)): the job left 2 of "
+            "this rank's 6 samples out of the run, those of inputs it quarantined during the run "
+            "(--on-bad-sample skip; its report lists them)"]
+        assert said[0].filename == __file__  # the warning points at the loop, not the loader
+        assert (loader.epoch, len(loader), len(loader.sampler)) == (2, 0, 0)
+    finally:
+        loader.close()
+        peer.close()
+
+
+@pytest.mark.parametrize("welcome, samples", [
+    ({"samples": 18, "epochs": 3}, 6),
+    ({"samples": 9, "epochs": 3, "ranks": 2}, 6),  # 18 of 3 x 6
+    ({"samples": 7, "epochs": 3, "ranks": 2}, 5),  # 14 of 3 x 5: the fifteenth left out
+    ({"samples": 5, "epochs": 1, "ranks": 2, "epoch_samples": 11}, 11),
+])
+def test_should_stand_in_for_the_dataset_with_the_runs_epoch_of_samples(welcome, samples):
+    peer, loader = serving({"batch": 2, **welcome}, [], end=False)
+    try:
+        assert len(loader.dataset) == samples
+    finally:
+        loader.close()
+        peer.close()
+
+
+def test_should_refuse_in_one_line_a_dataset_length_the_job_leaves_open():
+    peer, loader = serving({"samples": 5, "batch": 2, "epochs": 1, "ranks": 2}, [], end=False)
+    try:
+        with pytest.raises(LoaderError, match=r"^rank 0: the job does not say how many samples "
+                                              r"an epoch has, and 10 served over 1 epochs to 2 "
+                                              r"ranks leave it 10 to 11$"):
+            len(loader.dataset)
+    finally:
+        loader.close()
+        peer.close()
+
+
+def test_should_check_set_epoch_against_the_loaders_pass_warning_once_a_distance():
+    loader = MinatoLoader("127.0.0.1:9", rank=0)  # no question for the job: nothing connects
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loader.sampler.set_epoch(0)
+    with pytest.warns(LoaderWarning) as said:
+        loader.sampler.set_epoch(1)  # a script that counts its epochs from 1
+        loader._epoch = 1
+        loader.sampler.set_epoch(2)  # as far apart: said already
+        loader.sampler.set_epoch(5)
+    assert [str(w.message) for w in said] == [
+        f"rank 0: sampler.set_epoch({e}), but the loader's next pass is the run's epoch {k} "
+        f"(epochs count from 0), which it yields whatever the sampler is told; a resumed script "
+        f"gives the loader its saved state_dict() to go on in the epoch it saved"
+        for e, k in ((1, 0), (5, 1))]
+    assert {w.filename for w in said} == {__file__}
