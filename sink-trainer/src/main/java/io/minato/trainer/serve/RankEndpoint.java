@@ -337,8 +337,8 @@ final class RankEndpoint implements AutoCloseable {
         Pending p = (Pending) key.attachment();
         try {
             p.read();
-        } catch (IOException e) {
-            p.close("closed", String.valueOf(e.getMessage()));
+        } catch (IOException | RuntimeException e) { // one connection's, never the thread's end
+            p.close("closed", e.getMessage() == null ? e.toString() : e.getMessage());
         }
     }
 
@@ -562,13 +562,9 @@ final class RankEndpoint implements AutoCloseable {
                                 p.prefetch);
             }
             c = new Connection(socket, in, out, slots, p.peer, p.prefetch);
+            socket.setSoTimeout(0); // an admitted process may be silent for as long as it likes
             if (problem == null) {
                 problem = admission.admit(c, new Hello(p.prefetch, consumed));
-            }
-            if (problem == null) {
-                socket.setSoTimeout(0);
-            } else {
-                c.send(Map.of("type", "refused", "reason", problem));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -578,6 +574,11 @@ final class RankEndpoint implements AutoCloseable {
         }
         if (problem != null) {
             if (c != null) {
+                try {
+                    c.send(Map.of("type", "refused", "reason", problem));
+                } catch (IOException ignored) {
+                    // refused either way
+                }
                 c.close();
             } else {
                 closeQuietly(p.channel);
