@@ -358,7 +358,7 @@ class MinatoLoader:
             self._conn, self._welcome = conn, w
         self._welcomed.set()
 
-    def _expect(self, message, kind):
+    def _expect(self, message: dict, kind: str) -> dict:
         """`message` if it is of `kind`; the job's refusal, or anything else, as one line."""
         if message.get("type") == "refused":
             raise LoaderError(f"rank {self.rank}: the job refused this process: "
