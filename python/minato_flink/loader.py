@@ -23,7 +23,8 @@ from .consumed import ConsumedSet
 
 _LOG = logging.getLogger("minato_flink")
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the hello is small and answered before the consumed samples go
+_STATE_VERSION = 1  # of state_dict(), which the protocol's version does not change
 _SHM = "/dev/shm"
 _DTYPES = {"float32": torch.float32, "uint8": torch.uint8, "int32": torch.int32}
 _SIZES = {"float32": 4, "uint8": 1, "int32": 4}
@@ -403,7 +404,7 @@ class MinatoLoader:
         """What to save with the model: the samples of every batch yielded so far (and of a last
         batch drop_last left out), and the epoch being yielded."""
         with self._lock:
-            return {"version": PROTOCOL_VERSION, "rank": self.rank, "steps": self._steps,
+            return {"version": _STATE_VERSION, "rank": self.rank, "steps": self._steps,
                     "epoch": self._epoch, "consumed": self._consumed.to_wire()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -412,8 +413,8 @@ class MinatoLoader:
         state: what state_dict() returned, as saved with the model (before the first batch)."""
         if self._started or self._conn is not None:
             raise LoaderError("load_state_dict() goes before the first batch")
-        if not isinstance(state, dict) or state.get("version") != PROTOCOL_VERSION:
-            raise LoaderError(f"not a minato-flink loader state (version {PROTOCOL_VERSION})")
+        if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
+            raise LoaderError(f"not a minato-flink loader state (version {_STATE_VERSION})")
         if state.get("rank") != self.rank:
             raise LoaderError(f"the state is rank {state.get('rank')}'s; this loader is rank {self.rank}")
         try:
@@ -490,40 +491,38 @@ class MinatoLoader:
             time.sleep(0.2)
 
     def _handshake(self, host: str, port: int, stop: Optional[threading.Event] = None) -> None:
-        conn = _Connection(host, port, timeout=10)
+        """hello (who this is, its token), answered `ready` once the job has checked it; then the
+        samples consumed, which may be large, answered `welcome`. Both are made before connecting:
+        the job closes a connection whose hello has not come within 2 s."""
+        with self._lock:
+            consumed = self._consumed.to_wire()
+        hello: Dict[str, Any] = {"type": "hello", "version": PROTOCOL_VERSION,
+                                 "rank": self.rank, "prefetch": self.prefetch}
+        if self._token is not None:
+            hello["token"] = self._token
         probe = None
         try:
-            with self._lock:
-                consumed = self._consumed.to_wire()
-            hello: Dict[str, Any] = {"type": "hello", "version": PROTOCOL_VERSION,
-                                     "rank": self.rank, "prefetch": self.prefetch,
-                                     "consumed": consumed}
-            if self._token is not None:
-                hello["token"] = self._token
             if os.path.isdir(_SHM):
                 nonce = secrets.token_hex(16)
                 probe = os.path.join(_SHM, f"minato-probe-{nonce[:12]}")
                 with open(probe, "w") as f:
                     f.write(nonce)
                 hello["shm_probe"] = {"path": probe, "nonce": nonce}
-            conn.send(hello)
-            w = conn.receive()
-        except BaseException:
-            conn.close()
-            raise
+            conn = _Connection(host, port, timeout=10)
+            try:
+                conn.send(hello)
+                self._expect(conn.receive(), "ready")
+                conn.send({"type": "consumed", "consumed": consumed})
+                w = self._expect(conn.receive(), "welcome")
+                if self._batch_size is not None and w.get("batch") != self._batch_size:
+                    raise LoaderError(f"rank {self.rank}: the job's batches hold {w.get('batch')} "
+                                      f"samples, not the loader's batch_size of {self._batch_size}")
+            except BaseException:
+                conn.close()
+                raise
         finally:
             if probe is not None:
                 os.unlink(probe)
-        if w.get("type") == "refused":
-            conn.close()
-            raise LoaderError(f"rank {self.rank}: the job refused this process: {w.get('reason')}")
-        if w.get("type") != "welcome":
-            conn.close()
-            raise LoaderError(f"rank {self.rank}: expected a welcome, got {w.get('type')!r}")
-        if self._batch_size is not None and w.get("batch") != self._batch_size:
-            conn.close()
-            raise LoaderError(f"rank {self.rank}: the job's batches hold {w.get('batch')} "
-                              f"samples, not the loader's batch_size of {self._batch_size}")
         conn.send({"type": "credit", "n": self.prefetch})
         with self._lock:  # against close_connection(), which sets `stop` first
             if stop is not None and stop.is_set():
@@ -531,6 +530,15 @@ class MinatoLoader:
                 return
             self._conn, self._welcome = conn, w
         self._welcomed.set()
+
+    def _expect(self, message: Dict[str, Any], kind: str) -> Dict[str, Any]:
+        """`message` if it is of `kind`; the job's refusal, or anything else, as one line."""
+        if message.get("type") == "refused":
+            raise LoaderError(f"rank {self.rank}: the job refused this process: "
+                              f"{message.get('reason')}")
+        if message.get("type") != kind:
+            raise LoaderError(f"rank {self.rank}: expected {kind!r}, got {message.get('type')!r}")
+        return message
 
     def _next_batch(self) -> Optional[Batch]:
         """The next batch the receiving thread has ready (None at the run's end), once its

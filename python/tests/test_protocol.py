@@ -44,7 +44,9 @@ class Peer:
         self.server.close()
 
 
-WELCOME = frame({"type": "welcome", "samples": 4, "batch": 2, "slots": []})
+READY = frame({"type": "ready"})  # the hello checked: the loader sends its consumed samples
+WELCOME_MESSAGE = {"type": "welcome", "samples": 4, "batch": 2, "slots": []}
+WELCOME = READY + frame(WELCOME_MESSAGE)
 SHAPE = [2, 1, 2, 2, 2]
 
 
@@ -81,7 +83,10 @@ def test_should_take_a_well_formed_batch_from_the_socket():
     (b"HTTP/1.1 400 Bad Request\r\n\r\n", "a frame of 1213486160 bytes: not a minato-flink job"),
     (frame(b"<html>"), "a frame that is not JSON"),
     (frame([1, 2]), "a frame without a message type"),
-    (frame({"type": "banner"}), "expected a welcome, got 'banner'"),
+    (frame({"type": "banner"}), "expected 'ready', got 'banner'"),
+    (READY + frame({"type": "banner"}), "expected 'welcome', got 'banner'"),
+    (frame({"type": "refused", "reason": "wrong or missing token"}),
+     "the job refused this process: wrong or missing token"),
 ])
 def test_should_stop_in_one_line_at_a_peer_that_is_not_a_minato_job(reply, message):
     with pytest.raises(LoaderError, match=message) as raised:
@@ -120,13 +125,14 @@ def test_should_refuse_in_one_line_a_state_that_is_not_its_own(state, message):
 
 
 class Recorder:
-    """A peer that answers the hello with `serve(hello, conn)` and records every frame the loader
-    sends it afterwards (credits, done)."""
+    """A peer that answers the hello `ready` as a job that checked it, the consumed samples that
+    follow with `serve(consumed, conn)`, and records every frame the loader sends it afterwards
+    (credits, done)."""
 
     def __init__(self, serve):
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
-        self.hello, self.frames, self.conn = None, [], None
+        self.hello, self.consumed, self.frames, self.conn = None, None, [], None
         self.done = threading.Event()
         self._serve = serve
         threading.Thread(target=self._run, daemon=True).start()
@@ -136,7 +142,9 @@ class Recorder:
         self.conn = conn
         with conn:
             self.hello = read_frame(conn)
-            self._serve(self.hello, conn)
+            conn.sendall(READY)
+            self.consumed = read_frame(conn)["consumed"]
+            self._serve(self.consumed, conn)
             if self.done.is_set():
                 return
             try:
@@ -172,8 +180,8 @@ def batch_of(samples, step):
 def test_should_take_the_next_batch_while_the_step_runs():
     """The loader's thread copies a batch and credits the job for another before the training
     loop asks for it: the credit for the second batch comes while the first one's step runs."""
-    peer = Recorder(lambda hello, conn: conn.sendall(
-        WELCOME + batch_of([(0, 0), (0, 1)], 0) + batch_of([(0, 2), (0, 3)], 1)))
+    peer = Recorder(lambda consumed, conn: conn.sendall(
+        frame(WELCOME_MESSAGE) + batch_of([(0, 0), (0, 1)], 0) + batch_of([(0, 2), (0, 3)], 1)))
     loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5, pin_memory=False)
     try:
         it = iter(loader)
@@ -192,7 +200,8 @@ def test_should_take_the_next_batch_while_the_step_runs():
 
 def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tmp_path):
     """Batches the thread had ready when the job went away are not yielded: the job that serves
-    again learns from the hello which samples were, and serves the rest, each once."""
+    again learns from the consumed samples the loader sends which were, and serves the rest, each
+    once."""
     from minato_flink.consumed import ConsumedSet
 
     every = [(0, i) for i in range(6)]
@@ -203,11 +212,11 @@ def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tm
         (run / "serving" / "rank-0.json").write_text(
             json.dumps({"host": "127.0.0.1", "port": peer.port}))
 
-    def first_job(hello, conn):  # sends everything, then fails
+    def first_job(consumed, conn):  # sends everything, then fails
         conn.sendall(welcome + b"".join(batch_of(every[k:k + 2], k // 2) for k in (0, 2, 4)))
 
-    def restored_job(hello, conn):  # serves what the hello does not name
-        consumed = ConsumedSet.from_wire(hello["consumed"])
+    def restored_job(wire, conn):  # serves what the consumed samples do not name
+        consumed = ConsumedSet.from_wire(wire)
         rest = [s for s in every if s not in consumed]
         conn.sendall(welcome + b"".join(batch_of(rest[k:k + 2], k // 2)
                                         for k in range(0, len(rest), 2)))
@@ -226,13 +235,13 @@ def test_should_yield_nothing_twice_when_the_job_goes_away_with_batches_ready(tm
         point_at(second)
         first.close()  # the job fails with two batches sent after the one yielded
         deadline = time.monotonic() + 10
-        while second.hello is None and time.monotonic() < deadline:
+        while second.consumed is None and time.monotonic() < deadline:
             time.sleep(0.01)  # the step; the thread meanwhile loses the job and connects again
         for batch in it:
             yielded += [tuple(s) for s in batch.samples.tolist()]
         assert sorted(yielded) == every and len(yielded) == len(set(yielded))
-        assert second.hello is not None
-        again = ConsumedSet.from_wire(second.hello["consumed"])
+        assert second.consumed is not None and "consumed" not in second.hello
+        again = ConsumedSet.from_wire(second.consumed)
         assert [s for s in every if s in again] == every[:2]
     finally:
         loader.close()
@@ -246,7 +255,7 @@ def test_should_share_the_runs_steps_out_over_its_epochs_a_pass_each():
     epochs take the extra steps); a pass beyond the run's epochs yields nothing, and the run's
     end is taken after its last step."""
     welcome = frame({"type": "welcome", "samples": 4, "batch": 2, "epochs": 3, "slots": []})
-    peer = Recorder(lambda hello, conn: conn.sendall(
+    peer = Recorder(lambda consumed, conn: conn.sendall(
         welcome + batch_of([(0, 0), (0, 1)], 0) + batch_of([(1, 0), (1, 1)], 1)
         + frame({"type": "end"})))
     loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5, pin_memory=False)
@@ -271,7 +280,7 @@ def test_should_never_step_a_schedule_sized_by_len_past_its_end():
     batch through five steps over three epochs: it raises if stepped past its total."""
     welcome = frame({"type": "welcome", "samples": 10, "batch": 2, "epochs": 3, "slots": []})
     served = [(0, i) for i in range(6)] + [(1, i) for i in range(4)]
-    peer = Recorder(lambda hello, conn: conn.sendall(
+    peer = Recorder(lambda consumed, conn: conn.sendall(
         welcome + b"".join(batch_of(served[k:k + 2], k // 2) for k in range(0, 10, 2))
         + frame({"type": "end"})))
     loader = MinatoLoader(f"127.0.0.1:{peer.port}", rank=0, connect_timeout_s=5, pin_memory=False)

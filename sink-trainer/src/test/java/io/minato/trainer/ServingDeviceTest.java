@@ -249,19 +249,12 @@ class ServingDeviceTest {
         static Client connect(int port, int rank, Map<String, String> consumed) throws IOException {
             Client c = new Client(new Socket("127.0.0.1", port));
             c.socket.setSoTimeout(10_000);
-            c.send(
-                    Map.of(
-                            "type",
-                            "hello",
-                            "version",
-                            1,
-                            "rank",
-                            rank,
-                            "prefetch",
-                            2,
-                            "consumed",
-                            consumed));
+            c.send(Map.of("type", "hello", "version", 2, "rank", rank, "prefetch", 2));
             c.welcome = c.next();
+            if ("ready".equals(c.welcome.get("type"))) {
+                c.send(Map.of("type", "consumed", "consumed", consumed));
+                c.welcome = c.next();
+            }
             return c;
         }
 

@@ -8,6 +8,7 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -17,11 +18,26 @@ import java.util.Map;
  * a batch sent over TCP is followed by its bytes. See {@code docs/pytorch.md} for the messages.
  */
 final class Wire {
-    /** The protocol's version, in the client's hello and the server's welcome. */
-    static final int VERSION = 1;
+    /**
+     * The protocol's version, in the client's hello and the server's welcome. 2: the hello is small
+     * and answered ({@code ready}) before the process sends what it has consumed.
+     */
+    static final int VERSION = 2;
 
-    /** The largest header read: a consumed set of a long run fits many times over. */
+    /**
+     * The largest header read from a process whose hello was checked: a consumed set of a long run
+     * fits many times over.
+     */
     static final int MAX_HEADER = 64 << 20;
+
+    /** The longest path of a shared-memory probe: {@code /dev/shm/} and a file name. */
+    private static final int MAX_PROBE_PATH = "/dev/shm/".length() + 255;
+
+    /** The longest probe nonce the endpoint reads back. */
+    static final int MAX_NONCE = 256;
+
+    /** A hello's fields beside the token and the probe, with room for whitespace. */
+    private static final int HELLO_FIELDS = 1024;
 
     private static final JsonFactory JSON = new JsonFactory();
 
@@ -34,6 +50,22 @@ final class Wire {
         out.write(json);
     }
 
+    /** {@code header} as one frame's bytes, for a channel that does not block. */
+    static ByteBuffer frame(Map<String, ?> header) throws IOException {
+        byte[] json = encode(header);
+        return ByteBuffer.allocate(4 + json.length).putInt(json.length).put(json).flip();
+    }
+
+    /**
+     * The largest hello a process of this protocol sends, the only frame read before its token is
+     * checked: its fields, the token and the probe's path and nonce, every byte of those escaped at
+     * worst (JSON escapes a control character in 6 bytes).
+     */
+    static int maxHello(String token) {
+        int tokenBytes = token == null ? 0 : token.getBytes(StandardCharsets.UTF_8).length;
+        return HELLO_FIELDS + 6 * (tokenBytes + MAX_PROBE_PATH + MAX_NONCE);
+    }
+
     /** The next frame's header; {@link EOFException} when the peer closed. */
     static Map<String, Object> receive(DataInputStream in) throws IOException {
         int n = in.readInt();
@@ -42,6 +74,11 @@ final class Wire {
         }
         byte[] body = new byte[n];
         in.readFully(body);
+        return parse(body);
+    }
+
+    /** A frame's header from its bytes. */
+    static Map<String, Object> parse(byte[] body) throws IOException {
         Object value;
         try {
             value = Json.parse(new String(body, StandardCharsets.UTF_8));
