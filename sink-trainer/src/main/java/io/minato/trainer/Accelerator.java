@@ -104,6 +104,15 @@ public interface Accelerator extends DeviceAccount.Outputs, AutoCloseable {
         return () -> state;
     }
 
+    /**
+     * Whether {@link #capture} costs next to nothing (a state that no step changes): the writer
+     * then captures before every step, so that no checkpoint waits for one. Otherwise it does so
+     * only before steps that follow a long one, where a copy of the model costs less than the wait.
+     */
+    default boolean capturesCheaply() {
+        return false;
+    }
+
     /** A state taken at a step boundary, written when asked; closed by whoever took it. */
     @FunctionalInterface
     interface Capture extends AutoCloseable {

@@ -18,8 +18,9 @@ import org.slf4j.LoggerFactory;
  * Replicas of several devices train in lockstep through a {@link ReplicaGroup}.
  *
  * <p>A checkpoint waits for the running step to end (or to park in the replicas' all-reduce, which
- * has not touched the model), holds the worker while the model is captured, and writes the
- * capture's bytes once training goes on.
+ * has not touched the model, or to have begun with the model captured: {@link StepStartCapture}),
+ * holds the worker while the model is captured, and writes the capture's bytes once training goes
+ * on.
  */
 public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Consumer {
 
@@ -38,12 +39,15 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
     private final TreeMap<Long, TrainerWriterState> takenAtCuts = new TreeMap<>();
 
     // Guarded by lock.
-    private boolean prepared; // the accelerator is ready for its first step
+    private volatile boolean
+            prepared; // the accelerator is ready: written under lock, read anywhere
     private boolean stepRunning; // the queue's head is in training
     private int pendingSnapshots; // checkpoints holding the worker at the next step boundary
     private boolean closing;
     private boolean inputEnded;
     private boolean trainingOver; // every replica is out of data
+    private StepStartCapture stepStart; // the model as the running step began; null: none taken
+    private long lastStepNanos; // the worker's only
 
     /** Trains {@code accelerator} behind a queue; restores it from {@code context.restored()}. */
     TrainerSinkWriter(DeviceAccount.Context context, Accelerator accelerator) throws IOException {
@@ -171,12 +175,16 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
             if (member != null) {
                 member.cut(checkpointId); // every replica snapshots the same global step
             }
-            // A step parked in the all-reduce has not touched the model: a boundary too.
-            while (!queue.failed() && stepRunning && !(member != null && member.parked())) {
+            // A step parked in the all-reduce has not touched the model: a boundary too. So is
+            // one that began with a capture of the model: the state as of its start.
+            while (!queue.failed()
+                    && stepRunning
+                    && stepStart == null
+                    && !(member != null && member.parked())) {
                 queue.awaitChange(Long.MAX_VALUE);
             }
             queue.throwIfFailed();
-            model = accelerator.capture();
+            model = stepRunning && stepStart != null ? stepStart.share() : accelerator.capture();
             at = account.state(new byte[0]);
             if (member != null) {
                 member.snapshotted(checkpointId);
@@ -251,16 +259,6 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
     @Override
     public DeviceAccount account() {
         return account;
-    }
-
-    /** Whether the accelerator has prepared for its first step. */
-    boolean prepared() {
-        lock.lock();
-        try {
-            return prepared;
-        } finally {
-            lock.unlock();
-        }
     }
 
     // ---- the worker -----------------------------------------------------------------------------
@@ -343,12 +341,27 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
             queue.change(this::headDone);
             return;
         }
+        // Replicas cut the group at one global step instead.
+        StepStartCapture captured =
+                member == null ? StepStartCapture.ifWorth(accelerator, lastStepNanos) : null;
+        if (captured != null) {
+            queue.change(() -> stepStart = captured);
+        }
         long startMillis = System.currentTimeMillis();
         long start = System.nanoTime();
-        // The next batch as queued now, for the accelerator to stage during this step.
-        StepResult result = accelerator.train(full, next);
+        StepResult result;
+        try {
+            // The next batch as queued now, for the accelerator to stage during this step.
+            result = accelerator.train(full, next);
+        } finally {
+            if (captured != null) {
+                queue.change(() -> stepStart = null);
+                captured.release();
+            }
+        }
         long end = System.nanoTime();
         long endMillis = System.currentTimeMillis();
+        lastStepNanos = end - start;
         lock.lock();
         try {
             account.stepped(full, step, result, start, end, startMillis, endMillis);

@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -379,7 +380,7 @@ class TrainerSinkWriterTest {
                                 null),
                         new LockstepAccelerator());
         writers.add(w);
-        await(w::prepared);
+        await(w::ready);
         return w;
     }
 
@@ -601,6 +602,43 @@ class TrainerSinkWriterTest {
         DeviceSummary summary = DeviceSummary.read(DeviceSummary.file(tmp.resolve("out"), 0));
         assertThat(summary.steps()).isEqualTo(3);
         assertThat(summary.samples()).isEqualTo(6);
+    }
+
+    /**
+     * After a step longer than {@link StepStartCapture.LONG_STEP_NANOS}, the next starts with the
+     * model captured: a checkpoint during it does not wait, and holds the model, queue, counters
+     * and trace as of the step's start.
+     */
+    @Test
+    void shouldCheckpointDuringAStepThatFollowsALongOneAsOfItsStart() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 3), new FakeTrainerContext(0, 1));
+        Batch b0 = batch(0, 0);
+        Batch b1 = batch(0, 1);
+        w.write(b0);
+        w.write(b1);
+        Thread.sleep(TimeUnit.NANOSECONDS.toMillis(StepStartCapture.LONG_STEP_NANOS) + 200);
+        gate.open(1); // step 0 took over a second
+        await(() -> gate.started.get() == 2); // step 1 (b1) is running, and waits
+
+        TrainerWriterState state =
+                CompletableFuture.supplyAsync(
+                                () -> {
+                                    try {
+                                        return w.snapshotState(1).get(0);
+                                    } catch (IOException e) {
+                                        throw new IllegalStateException(e);
+                                    }
+                                })
+                        .get(5, TimeUnit.SECONDS);
+        assertThat(state.queued()).containsExactly(b1);
+        assertThat(state.counters().steps()).isEqualTo(1);
+        assertThat(state.consumerState()).isEqualTo(ByteBuffer.allocate(8).putLong(1).array());
+        assertThat(state.traceLength())
+                .isEqualTo(Files.size(TraceFiles.deviceFile(tmp.resolve("trace"), 0)));
+        gate.open(1);
+        w.endInput();
+        assertThat(w.counters().steps()).isEqualTo(2);
     }
 
     /**
@@ -918,7 +956,7 @@ class TrainerSinkWriterTest {
     private TrainerSinkWriter writer(TrainerSink sink, FakeTrainerContext ctx)
             throws IOException, InterruptedException {
         TrainerSinkWriter w = preparing(sink, ctx);
-        await(w::prepared);
+        await(w::ready);
         return w;
     }
 
