@@ -15,6 +15,7 @@ import time
 import numpy as np
 import torch
 
+from . import _run
 from .consumed import ConsumedSet
 
 _LOG = logging.getLogger("minato_flink")
@@ -154,6 +155,7 @@ class MinatoLoader:
         self._pin = torch.cuda.is_available() if pin_memory is None else bool(pin_memory)
         self._reconnect_s, self._connect_timeout_s = reconnect_s, connect_timeout_s
         self._consumed = ConsumedSet()
+        self._saved_run = None  # the run a loaded state was saved from (see load_state_dict)
         self._steps = 0
         self._epoch = 0  # the pass that iterating yields
         self._conn = None
@@ -235,11 +237,12 @@ class MinatoLoader:
                               f"{self.run_steps} steps")
 
     def state_dict(self):
-        """What to save with the model: the samples of every batch yielded so far, and the
-        epoch being yielded."""
+        """What to save with the model: the samples of every batch yielded so far, the epoch
+        being yielded, and which run they are of."""
         with self._lock:
             return {"version": PROTOCOL_VERSION, "rank": self.rank, "steps": self._steps,
-                    "epoch": self._epoch, "consumed": self._consumed.to_wire()}
+                    "epoch": self._epoch, "consumed": self._consumed.to_wire(),
+                    "run": _run.identity(self._run_dir, self._welcome)}
 
     def load_state_dict(self, state):
         """Resumes from a state_dict(): the job serves exactly the samples it does not name."""
@@ -256,7 +259,16 @@ class MinatoLoader:
             raise LoaderError(f"bad loader state: {err}") from None
         if steps < 0 or epoch < 0:
             raise LoaderError(f"bad loader state: step {steps}, epoch {epoch}")
+        saved_run = state.get("run")
+        if saved_run is not None and not isinstance(saved_run, dict):
+            raise LoaderError(f"bad loader state: run {saved_run!r}")
+        # Checked here where the run directory already names its run, else before the job is
+        # told what the state consumed, and against the job's welcome.
+        mismatch = _run.other_run(saved_run, self._run_dir)
+        if mismatch is not None:
+            raise LoaderError(mismatch)
         self._consumed, self._steps, self._epoch = consumed, steps, epoch
+        self._saved_run = saved_run
 
     def close(self):
         self.close_connection()
@@ -320,6 +332,9 @@ class MinatoLoader:
             time.sleep(0.2)
 
     def _handshake(self, host, port, stop=None):
+        mismatch = _run.other_run(self._saved_run, self._run_dir)
+        if mismatch is not None:
+            raise LoaderError(mismatch)
         conn = _Connection(host, port, timeout=10)
         probe = None
         try:
@@ -349,6 +364,10 @@ class MinatoLoader:
         if w.get("type") != "welcome":
             conn.close()
             raise LoaderError(f"rank {self.rank}: expected a welcome, got {w.get('type')!r}")
+        mismatch = _run.other_shape(self._saved_run, w, self._epoch, self._steps)
+        if mismatch is not None:
+            conn.close()
+            raise LoaderError(f"rank {self.rank}: {mismatch}")
         conn.send({"type": "credit", "n": self.prefetch})
         with self._lock:  # against close_connection(), which sets `stop` first
             if stop is not None and stop.is_set():
