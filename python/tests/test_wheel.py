@@ -19,12 +19,12 @@ SCRIPT = textwrap.dedent("""
     import minato_flink
     from minato_flink import _job, launch
 
-    seen = []
+    seen, argv = [], _job.launcher().argv
     with launch(sys.argv[1], epochs=2, batch=2, patch=16, extra_args=["--eval-cases", "0"]) as loader:
         for epoch in range(loader.epochs):
             for batch in loader:
                 seen += [tuple(s) for s in batch.samples.tolist()]
-    print(json.dumps({"package": minato_flink.__file__, "launcher": _job.launcher().argv,
+    print(json.dumps({"package": minato_flink.__file__, "launcher": argv,
                       "seen": seen}))
 """)
 
@@ -56,11 +56,17 @@ def test_should_train_from_outside_the_checkout_with_only_the_installed_wheel(da
     work.mkdir()
     (work / "train.py").write_text(SCRIPT)
     env = {k: v for k, v in os.environ.items() if k not in ("MINATO_LAUNCHER", "PYTHONPATH")}
-    done = subprocess.run([python, "train.py", dataset], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    said = json.loads(done.stdout.strip().splitlines()[-1])
-    assert said["package"].startswith(str(venv))
-    assert said["launcher"][0] != os.path.join(REPO, "scripts", "run")
-    assert not any(REPO in part for part in said["launcher"]), said["launcher"]
-    assert sorted(tuple(s) for s in said["seen"]) == [(e, i) for e in range(2) for i in range(CASES)]
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the class-data archive goes there
+    archives = tmp_path / "cache" / "minato-flink"
+    # The first run writes the packaged job's class-data archive as its job ends; the second
+    # checks it and starts with it.
+    for written in ("*.jsa.part", "*.jsa"):
+        done = subprocess.run([python, "train.py", dataset], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        said = json.loads(done.stdout.strip().splitlines()[-1])
+        assert said["package"].startswith(str(venv))
+        assert not any(REPO in part for part in said["launcher"]), said["launcher"]
+        assert sorted(tuple(s) for s in said["seen"]) == [(e, i) for e in range(2)
+                                                          for i in range(CASES)]
+        assert len(list(archives.glob(written))) == 1, list(archives.iterdir())
