@@ -2,10 +2,10 @@
 
     /usr/bin/python3 python/examples/first_batch_bench.py --data DIR [--reps 5] [--patch 16]
 
-Each repetition launches the job as a script would (the launcher launch() finds: MINATO_LAUNCHER,
-the packaged job, or the checkout's scripts/run), takes one batch and closes it. The job runs
-with -Dminato.log.level=INFO, so its run log has Flink's own INFO lines, whose timestamps split
-the time into:
+Each repetition launches the job twice as a script would (the launcher launch() finds:
+MINATO_LAUNCHER, the packaged job, or the checkout's scripts/run), takes one batch and closes it.
+The first launch is timed as it is; the second runs the job with -Dminato.log.level=INFO, so its
+run log has Flink's own INFO lines, whose timestamps split the time into:
 
 - start: launch() to the MiniCluster's start (the launcher's checks, the JVM's start, the command
   line, opening the data set);
@@ -17,7 +17,7 @@ the time into:
   batcher, the first samples prepared and served).
 
 It also reads the CPU time the job's process (and what its launcher ran) had used at the first
-batch, which, unlike the seconds, does not grow with what else the machine runs, and times the
+batch of the first launch, which, unlike the seconds, does not grow with what else the machine runs, and times the
 launcher alone (`--version`: its checks and a JVM's start). It prints the median, least and
 greatest of each over the repetitions, with the machine's load average.
 """
@@ -70,16 +70,27 @@ def cpu_seconds(pid):
     return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def one(data, patch):
-    """(seconds to the first batch, the job's CPU seconds by then, each phase's seconds)."""
+def first_batch(data, patch):
+    """(seconds to the first batch, the job's CPU seconds by then, the loader)."""
+    began = time.time()
+    loader = launch(data, epochs=1, batch=2, patch=patch, extra_args=["--eval-cases", "0"])
+    next(iter(loader))
+    return began, time.time(), cpu_seconds(loader._job._proc.pid), loader
+
+
+def plain(data, patch):
+    """A launch as a script makes it: (seconds to the first batch, the job's CPU by then)."""
+    began, ended, cpu, loader = first_batch(data, patch)
+    loader.close()
+    return ended - began, cpu
+
+
+def split(data, patch):
+    """Each phase's seconds of a launch whose job logs at INFO (which costs a little)."""
     options = os.environ.get("JAVA_TOOL_OPTIONS", "")
     os.environ["JAVA_TOOL_OPTIONS"] = (options + " -Dminato.log.level=INFO").strip()
     try:
-        began = time.time()
-        loader = launch(data, epochs=1, batch=2, patch=patch, extra_args=["--eval-cases", "0"])
-        next(iter(loader))
-        ended = time.time()
-        cpu = cpu_seconds(loader._job._proc.pid)
+        began, ended, _, loader = first_batch(data, patch)
     finally:
         os.environ["JAVA_TOOL_OPTIONS"] = options
     run_dir = loader._job.run_dir
@@ -89,7 +100,7 @@ def one(data, patch):
     if missing:
         raise SystemExit(f"{run_dir}/minato.log: no line for {', '.join(missing)}")
     points = [began] + [marks[name] for name, _ in MILESTONES] + [ended]
-    return ended - began, cpu, {p: b - a for p, a, b in zip(PHASES, points, points[1:])}
+    return {p: b - a for p, a, b in zip(PHASES, points, points[1:])}
 
 
 def launcher_alone():
@@ -115,17 +126,19 @@ def main():
     for _ in range(a.reps):
         loads.append(os.getloadavg()[0])
         alone.append(launcher_alone())
-        total, cpu, split = one(os.path.abspath(a.data), a.patch)
+        total, cpu = plain(os.path.abspath(a.data), a.patch)
         totals.append(total)
         cpus.append(cpu)
+        parts = split(os.path.abspath(a.data), a.patch)
         for p in PHASES:
-            phases[p].append(split[p])
+            phases[p].append(parts[p])
     print(f"{'seconds':28s} median    min    max   ({a.reps} launches, load average "
           f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores)")
     print(f"{'launch() to the first batch':28s} {spread(totals)}")
+    print(f"{'the job CPU s by then':28s} {spread(cpus)}")
+    print("logging at INFO, by phase:")
     for p in PHASES:
         print(f"  {p:26s} {spread(phases[p])}")
-    print(f"{'the job CPU s by then':28s} {spread(cpus)}")
     print(f"{'the launcher alone (--version)':28s} {spread(alone)}")
 
 

@@ -117,7 +117,10 @@ class _Connection:
         except OSError:
             pass
         for m in self.maps.values():
-            m.close()
+            try:
+                m.close()
+            except BufferError:
+                pass  # the receiving thread still copies out of it: it goes with its last view
         self.maps.clear()
 
 
