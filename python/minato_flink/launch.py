@@ -1,39 +1,16 @@
 """Starting the job on this machine (embedded MiniCluster) through the project's launcher."""
 
+import logging
 import os
-import shlex
 import signal
 import subprocess
 import tempfile
 from typing import Any, List, Optional, Sequence
 
+from . import _job, _run
 from .loader import LoaderError, MinatoLoader
 
-_REPO_LAUNCHER = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "run")
-
-
-def _launcher() -> List[str]:
-    """MINATO_LAUNCHER (a command line), else the repository's scripts/run: the one beside this
-    package when it is used from the repository (PYTHONPATH=python), else, for a package
-    installed with pip, the checkout the script runs in (the working directory or one above)."""
-    given = os.environ.get("MINATO_LAUNCHER")
-    if given:
-        return shlex.split(given)
-    path = os.path.normpath(_REPO_LAUNCHER)
-    if os.path.exists(path):
-        return [path]
-    here = os.getcwd()
-    while True:
-        candidate = os.path.join(here, "scripts", "run")
-        if os.path.exists(candidate) and os.path.isdir(os.path.join(here, "python", "minato_flink")):
-            return [candidate]
-        parent = os.path.dirname(here)
-        if parent == here:
-            break
-        here = parent
-    raise LoaderError(
-        f"no launcher: neither {path} nor a minato-flink checkout at or above {os.getcwd()};"
-        " set MINATO_LAUNCHER to a command that takes scripts/run's subcommands")
+_LOG = logging.getLogger("minato_flink")
 
 
 class EmbeddedJob:
@@ -43,11 +20,13 @@ class EmbeddedJob:
         """args: the launcher's subcommand and options; run_dir: the job's run directory;
         log_path: where its output goes."""
         self.run_dir, self.log_path = run_dir, log_path
+        launcher = _job.launcher()
         self._log = open(log_path, "wb")
-        cmd = _launcher() + list(args)
+        cmd = launcher.argv + list(args)
         try:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+                                          stderr=subprocess.STDOUT, start_new_session=True,
+                                          env=launcher.environment())
         except OSError as err:
             self._log.close()
             raise LoaderError(f"cannot start the job with {cmd[0]}: {err}") from None
@@ -114,7 +93,14 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
     pin_memory, loader_kw: MinatoLoader's.
 
     With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
-    the job, the others connect to it. Closing rank 0's loader stops the job."""
+    the job, the others connect to it. Closing rank 0's loader stops the job.
+
+    A `run_dir` that holds a run (a script restarted from its checkpoint) continues that run
+    (the job's --resume): the loader then takes the state saved with the model's checkpoint
+    (load_state_dict) and gets exactly what it has not seen. The options given must be the run's,
+    but for those that change how it runs, not what it trains (the job refuses others in one
+    line). A run that finished, or has no complete checkpoint yet, is refused in one line too:
+    another run_dir starts afresh."""
     if batch_size is not None and batch is not None and batch_size != batch:
         raise ValueError(f"batch_size={batch_size} and batch={batch}: batch is batch_size's "
                          f"other name, give one")
@@ -137,6 +123,10 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
         if seed is not None:
             args += ["--seed", str(seed)]
         args += list(extra_args)
+        if _run.holds_run(run_dir):
+            args = _run.resume_args(args, run_dir)
+            _LOG.info("continuing the run in %s (--resume): give the loader the state saved with"
+                      " the model (load_state_dict) before the first batch", run_dir)
         job = EmbeddedJob(args, run_dir, run_dir.rstrip("/") + ".log")
     return MinatoLoader(run_dir=run_dir, rank=rank, batch_size=batch_size, drop_last=drop_last,
                         prefetch=prefetch, pin_memory=pin_memory, job=job, **loader_kw)

@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Proto
 import numpy as np
 import torch
 
+from . import _run
 from .consumed import ConsumedSet
 
 _LOG = logging.getLogger("minato_flink")
@@ -164,7 +165,10 @@ class _Connection:
         except OSError:
             pass
         for m in self.maps.values():
-            m.close()
+            try:
+                m.close()
+            except BufferError:
+                pass  # the receiving thread still copies out of it: it goes with its last view
         self.maps.clear()
 
 
@@ -265,6 +269,8 @@ class MinatoLoader:
         self._pin = torch.cuda.is_available() if pin_memory is None else bool(pin_memory)
         self._reconnect_s, self._connect_timeout_s = reconnect_s, connect_timeout_s
         self._consumed = ConsumedSet()
+        # The run a loaded state was saved from (see load_state_dict).
+        self._saved_run: Optional[Dict[str, Any]] = None
         self._steps = 0
         self._epoch = 0  # the pass that iterating yields
         self._conn: Optional[_Connection] = None
@@ -402,10 +408,11 @@ class MinatoLoader:
 
     def state_dict(self) -> Dict[str, Any]:
         """What to save with the model: the samples of every batch yielded so far (and of a last
-        batch drop_last left out), and the epoch being yielded."""
+        batch drop_last left out), the epoch being yielded, and which run they are of."""
         with self._lock:
             return {"version": _STATE_VERSION, "rank": self.rank, "steps": self._steps,
-                    "epoch": self._epoch, "consumed": self._consumed.to_wire()}
+                    "epoch": self._epoch, "consumed": self._consumed.to_wire(),
+                    "run": _run.identity(self._run_dir, self._welcome)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resumes from a state_dict(): the job serves exactly the samples it does not name.
@@ -424,7 +431,16 @@ class MinatoLoader:
             raise LoaderError(f"bad loader state: {err}") from None
         if steps < 0 or epoch < 0:
             raise LoaderError(f"bad loader state: step {steps}, epoch {epoch}")
+        saved_run = state.get("run")
+        if saved_run is not None and not isinstance(saved_run, dict):
+            raise LoaderError(f"bad loader state: run {saved_run!r}")
+        # Checked here where the run directory already names its run, else before the job is
+        # told what the state consumed, and against the job's welcome.
+        mismatch = _run.other_run(saved_run, self._run_dir)
+        if mismatch is not None:
+            raise LoaderError(mismatch)
         self._consumed, self._steps, self._epoch = consumed, steps, epoch
+        self._saved_run = saved_run
 
     def close(self) -> None:
         """Stops taking batches and, for a loader launch() made, stops the job (after its end it
@@ -494,6 +510,9 @@ class MinatoLoader:
         """hello (who this is, its token), answered `ready` once the job has checked it; then the
         samples consumed, which may be large, answered `welcome`. Both are made before connecting:
         the job closes a connection whose hello has not come within 2 s."""
+        mismatch = _run.other_run(self._saved_run, self._run_dir)
+        if mismatch is not None:
+            raise LoaderError(mismatch)
         with self._lock:
             consumed = self._consumed.to_wire()
         hello: Dict[str, Any] = {"type": "hello", "version": PROTOCOL_VERSION,
@@ -517,6 +536,9 @@ class MinatoLoader:
                 if self._batch_size is not None and w.get("batch") != self._batch_size:
                     raise LoaderError(f"rank {self.rank}: the job's batches hold {w.get('batch')} "
                                       f"samples, not the loader's batch_size of {self._batch_size}")
+                mismatch = _run.other_shape(self._saved_run, w, self._epoch, self._steps)
+                if mismatch is not None:
+                    raise LoaderError(f"rank {self.rank}: {mismatch}")
             except BaseException:
                 conn.close()
                 raise

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from conftest import REPO
-from minato_flink import LoaderError, MinatoLoader, launch
+from minato_flink import LoaderError, MinatoLoader, _job, launch
 
 CASES = 6  # the dataset fixture's
 
@@ -240,11 +240,11 @@ def test_should_leave_the_runs_last_odd_sample_out_of_two_ranks_and_of_the_repor
 
 
 def test_should_find_the_checkouts_launcher_for_a_package_installed_elsewhere(tmp_path, monkeypatch):
-    launch_module = sys.modules["minato_flink.launch"]  # the package's name `launch` is the function
     monkeypatch.delenv("MINATO_LAUNCHER", raising=False)
-    monkeypatch.setattr(launch_module, "_REPO_LAUNCHER", str(tmp_path / "site" / "scripts" / "run"))
+    monkeypatch.setattr(_job, "_CHECKOUT_LAUNCHER", str(tmp_path / "site" / "scripts" / "run"))
+    monkeypatch.setattr(_job, "PACKAGED", str(tmp_path / "site" / "minato_flink" / "job"))
     monkeypatch.chdir(os.path.join(REPO, "python", "tests"))  # a script run inside the checkout
-    assert launch_module._launcher() == [os.path.join(REPO, "scripts", "run")]
+    assert _job.launcher().argv == [os.path.join(REPO, "scripts", "run")]
     monkeypatch.chdir(tmp_path)
     with pytest.raises(LoaderError, match=r"no launcher: .*set MINATO_LAUNCHER"):
-        launch_module._launcher()
+        _job.launcher()

@@ -124,6 +124,42 @@ def test_should_refuse_in_one_line_a_state_that_is_not_its_own(state, message):
         loader.load_state_dict(state)
 
 
+RUN = {"id": None, "dir": None, "epochs": 3, "batch": 2, "samples": 4, "ranks": 1}
+
+
+@pytest.mark.parametrize("run, position, message", [
+    (dict(RUN, epochs=2), {}, r"of another run \(2 epochs, 4 samples a rank in batches of 2, 1"
+                              r" rank\(s\)\); the job serves 3 epochs, 4 samples"),
+    (dict(RUN, batch=4), {}, "in batches of 4"),
+    (dict(RUN, samples=40), {}, "40 samples a rank"),
+    (RUN, {"steps": 3}, r"at epoch 0, step 3; the job's run has 3 epochs of 2 steps"),
+])
+def test_should_refuse_in_one_line_a_state_of_a_run_the_job_does_not_serve(run, position, message):
+    """The state names its run's shape; the job's welcome says what it serves."""
+    welcome = frame({"type": "welcome", "epochs": 3, "batch": 2, "samples": 4, "ranks": 1,
+                     "slots": []})
+    peer = Peer(welcome)
+    loader = MinatoLoader(peer.endpoint, rank=0, connect_timeout_s=5, pin_memory=False)
+    loader.load_state_dict({"version": 1, "rank": 0, "consumed": {}, "run": run, **position})
+    try:
+        with pytest.raises(LoaderError, match=message) as raised:
+            next(iter(loader))
+        assert "\n" not in str(raised.value)
+    finally:
+        loader.close()
+        peer.close()
+
+
+def test_should_refuse_at_once_a_state_of_another_run_than_the_run_directorys(tmp_path):
+    (tmp_path / "run-id").write_text("b\n")
+    loader = MinatoLoader(run_dir=str(tmp_path), rank=0)
+    with pytest.raises(LoaderError, match=r"saved from another run \(run a in /elsewhere, not run"
+                                          r" b in " + str(tmp_path)):
+        loader.load_state_dict({"version": 1, "rank": 0, "consumed": {},
+                                "run": dict(RUN, id="a", dir="/elsewhere")})
+    loader.load_state_dict({"version": 1, "rank": 0, "consumed": {}, "run": dict(RUN, id="b")})
+
+
 class Recorder:
     """A peer that answers the hello `ready` as a job that checked it, the consumed samples that
     follow with `serve(consumed, conn)`, and records every frame the loader sends it afterwards

@@ -5,11 +5,13 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import java.util.stream.Stream;
 
 /**
@@ -19,6 +21,13 @@ import java.util.stream.Stream;
  */
 final class RunArgs {
     static final String FILE = "run-args";
+
+    /**
+     * The run's identity, a random id written when a run starts afresh in the folder and kept by
+     * every resume: a training process's saved loader state names it, so that a state is never
+     * applied to another run (python/minato_flink reads it).
+     */
+    static final String ID = "run-id";
 
     /** Written when the job has trained every sample: such a run has nothing to resume. */
     static final String FINISHED = "finished";
@@ -77,6 +86,26 @@ final class RunArgs {
         Files.write(runDir.resolve(FILE), stored, StandardCharsets.UTF_8);
         Files.deleteIfExists(runDir.resolve(FINISHED));
         Savepoints.resumed(runDir);
+    }
+
+    /**
+     * The run's identity: a new one for a run that starts afresh ({@code fresh}), else the one it
+     * has (a new one where a run from before identities has none).
+     */
+    static String identify(Path runDir, boolean fresh) throws IOException {
+        Path file = runDir.resolve(ID);
+        if (!fresh && Files.isRegularFile(file)) {
+            String id = Files.readString(file, StandardCharsets.UTF_8).strip();
+            if (!id.isEmpty()) {
+                return id;
+            }
+        }
+        String id = UUID.randomUUID().toString();
+        Path tmp = runDir.resolve(ID + ".tmp");
+        Files.writeString(tmp, id + "\n", StandardCharsets.UTF_8);
+        // A reader sees the old identity or the new one, never half a file.
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        return id;
     }
 
     /** Marks the run as trained to the end. */

@@ -291,6 +291,7 @@ public final class TrainCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
+        RunArgs.identify(run, restoreFrom == null);
         RunLog.into(run);
         return new TrainingRun(plan, set).execute(spec.commandLine().getOut(), err);
     }

@@ -322,6 +322,17 @@ class ResumeTest {
     }
 
     @Test
+    void shouldKeepTheRunsIdentityAcrossResumesAndGiveARunStartedAfreshANewOne(@TempDir Path dir)
+            throws Exception {
+        String first = RunArgs.identify(dir, true);
+        assertThat(RunArgs.identify(dir, false)).isEqualTo(first);
+        assertThat(dir.resolve(RunArgs.ID)).content().isEqualTo(first + "\n");
+        String again = RunArgs.identify(dir, true);
+        assertThat(again).isNotEqualTo(first);
+        assertThat(RunArgs.identify(dir, false)).isEqualTo(again);
+    }
+
+    @Test
     void shouldStoreTheRunsOptionsWithAbsolutePathsAndWithoutItsFolder(@TempDir Path dir)
             throws Exception {
         RunArgs.write(
