@@ -138,7 +138,7 @@ def test_should_refuse_in_one_line_a_state_of_a_run_the_job_does_not_serve(run, 
     """The state names its run's shape; the job's welcome says what it serves."""
     welcome = frame({"type": "welcome", "epochs": 3, "batch": 2, "samples": 4, "ranks": 1,
                      "slots": []})
-    peer = Peer(welcome)
+    peer = Peer(READY, welcome)
     loader = MinatoLoader(peer.endpoint, rank=0, connect_timeout_s=5, pin_memory=False)
     loader.load_state_dict({"version": 1, "rank": 0, "consumed": {}, "run": run, **position})
     try:
