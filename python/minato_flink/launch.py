@@ -2,10 +2,9 @@
 
 import os
 import shlex
-import signal
-import subprocess
-import tempfile
+from typing import Optional, Sequence
 
+from ._process import JobProcess, new_run_dir
 from .loader import LoaderError, MinatoLoader
 
 _REPO_LAUNCHER = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "run")
@@ -36,69 +35,53 @@ def _launcher():
 
 
 class EmbeddedJob:
-    """A serving job running in a child process on this machine; its output goes to `log_path`."""
+    """A serving job running in a child process on this machine, for as long as this process
+    lives (or until closed); what it prints goes to `log_path`, RUN_DIR/console.log, and what it
+    logs through `logging` (see _process)."""
 
-    def __init__(self, args, run_dir, log_path):
-        self.run_dir, self.log_path = run_dir, log_path
-        self._log = open(log_path, "wb")
+    def __init__(self, args: Sequence[str], run_dir: str) -> None:
+        self.run_dir = run_dir
         cmd = _launcher() + list(args)
         try:
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+            self._proc = JobProcess(cmd, run_dir)
         except OSError as err:
-            self._log.close()
             raise LoaderError(f"cannot start the job with {cmd[0]}: {err}") from None
+        self.log_path = self._proc.console_path
 
-    def check(self):
+    @property
+    def pid(self) -> int:
+        """The launcher's process id (the job's JVM once scripts/run has built what it needs)."""
+        return self._proc.pid
+
+    def check(self) -> None:
         """Raises the job's own one-line error if it has stopped before its end."""
         code = self._proc.poll()
         if code is not None and code != 0:
-            raise LoaderError(f"the job stopped (exit status {code}): {self._last_error()}")
+            raise LoaderError(f"the job stopped (exit status {code}): {self._proc.last_error()}")
 
-    def _last_error(self):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                lines = [l.strip() for l in f if l.strip()]
-        except OSError:
-            return f"see {self.log_path}"
-        errors = [l for l in lines if l.startswith("error:")]
-        last = errors[-1] if errors else (lines[-1] if lines else "no output")
-        return f"{last} (log: {self.log_path})"
-
-    def wait(self, timeout=None):
+    def wait(self, timeout: Optional[float] = None) -> int:
         return self._proc.wait(timeout)
 
-    def close(self, finish_s=0, grace_s=30):
+    def close(self, finish_s: float = 0, grace_s: float = 30) -> None:
         """Stops the job if it still runs after `finish_s` seconds (a job whose run ended writes
-        its report and exits by itself); its run directory keeps what it wrote."""
-        if finish_s > 0:
-            try:
-                self._proc.wait(finish_s)
-            except subprocess.TimeoutExpired:
-                pass
-        if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGTERM)
-                self._proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
-            except ProcessLookupError:
-                pass
-        self._log.close()
+        its report and exits by itself); its run directory keeps what it wrote, and a run
+        stopped early can be continued with --resume."""
+        self._proc.close(finish_s, grace_s)
 
 
 def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=None,
            workers=None, seed=None, extra_args=(), prefetch=2, pin_memory=None, **loader_kw):
     """Starts the serving job on this machine (rank 0) and returns rank `rank`'s MinatoLoader.
 
-    With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
-    the job, the others connect to it. Closing rank 0's loader stops the job."""
+    The job keeps its checkpoints, logs and temporary files in `run_dir` (default: a new
+    runs/<time> in the working directory). With several ranks (torchrun), every rank calls this
+    with the same `run_dir`: rank 0 starts the job, the others connect to it. Closing rank 0's
+    loader stops the job, and so does rank 0's process ending, however it ends."""
     rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
     if ranks > 1 and run_dir is None:
         raise ValueError("several ranks share one job: give every rank the same run_dir")
     if run_dir is None:
-        run_dir = os.path.join(tempfile.mkdtemp(prefix="minato-"), "run")
+        run_dir = new_run_dir()  # runs/<time> in the working directory, as the job's own
     run_dir = os.path.abspath(run_dir)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     job = None
@@ -112,6 +95,6 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
         if seed is not None:
             args += ["--seed", str(seed)]
         args += list(extra_args)
-        job = EmbeddedJob(args, run_dir, run_dir.rstrip("/") + ".log")
+        job = EmbeddedJob(args, run_dir)
     return MinatoLoader(run_dir=run_dir, rank=rank, prefetch=prefetch, pin_memory=pin_memory,
                         job=job, **loader_kw)
