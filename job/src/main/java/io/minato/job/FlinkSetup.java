@@ -190,6 +190,11 @@ public final class FlinkSetup {
         // The web UI's own folders, else under java.io.tmpdir (/tmp/flink-web-upload, seen).
         local.setString("web.tmpdir", tmpDir.toAbsolutePath().toString());
         local.setString("web.upload.dir", tmpDir.resolve("web-upload").toAbsolutePath().toString());
+        // snappy-java (the checkpoints' compression) unpacks its native library into
+        // java.io.tmpdir, deleted at exit: a killed run left /tmp/snappy-*-libsnappyjava.so.
+        if (System.getProperty(SNAPPY_TMPDIR) == null) {
+            System.setProperty(SNAPPY_TMPDIR, tmpDir.toAbsolutePath().toString());
+        }
         if (metricsPort != null) {
             // Prometheus scrapes http://localhost:PORT/metrics; loopback only, as the rest.
             local.setString(
@@ -240,6 +245,9 @@ public final class FlinkSetup {
         c.setString("taskmanager.memory.network.max", bytes);
         return c;
     }
+
+    /** Where snappy-java unpacks its native library (default: java.io.tmpdir). */
+    static final String SNAPPY_TMPDIR = "org.xerial.snappy.tempdir";
 
     /** The most network memory an embedded run takes: Flink's own default ceiling. */
     static final long MAX_NETWORK_BYTES = 1L << 30;
