@@ -42,6 +42,32 @@ public final class FlinkSetup {
         if (!Files.isDirectory(tmpDir, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
+        deleteAll(tmpDir);
+    }
+
+    /**
+     * Waits up to {@code within} for the embedded cluster that works in {@code tmpDir} to have
+     * closed (it deletes its {@code minicluster_*} working folder last), then {@link #clearTmp}:
+     * clearing it while the cluster still closes misses what the cluster writes meanwhile (seen:
+     * its working folder and the web UI's left after a cancelled run).
+     */
+    static void clearTmpOnceClosed(Path tmpDir, Duration within) throws InterruptedException {
+        long deadline = System.nanoTime() + within.toNanos();
+        while (clusterWorksIn(tmpDir) && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        clearTmp(tmpDir);
+    }
+
+    private static boolean clusterWorksIn(Path tmpDir) {
+        try (Stream<Path> entries = Files.list(tmpDir)) {
+            return entries.anyMatch(p -> p.getFileName().toString().startsWith("minicluster_"));
+        } catch (IOException | UncheckedIOException e) {
+            return false;
+        }
+    }
+
+    private static void deleteAll(Path tmpDir) {
         try (Stream<Path> all = Files.walk(tmpDir)) {
             all.sorted(Comparator.reverseOrder())
                     .forEach(

@@ -41,6 +41,9 @@ final class TrainingRun {
      */
     static final Duration STOPPED_REST_WAIT = Duration.ofSeconds(15);
 
+    /** How long the end of a run waits for its embedded cluster to close before clearing tmp/. */
+    static final Duration CLUSTER_CLOSE_WAIT = Duration.ofSeconds(10);
+
     final RunPlan plan;
     final RunPlan.Options options;
     final TrainingSet set;
@@ -285,7 +288,7 @@ final class TrainingRun {
             if (lifeline != null && lifeline.ended()) {
                 Lifeline.stopChildren();
             }
-            FlinkSetup.clearTmp(flinkTmp);
+            FlinkSetup.clearTmpOnceClosed(flinkTmp, CLUSTER_CLOSE_WAIT);
         }
         long processCpu = RunSampler.cpuNanos() - cpu0;
         String savepoint = Savepoints.stoppedWith(run);
