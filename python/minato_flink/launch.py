@@ -2,50 +2,42 @@
 
 import logging
 import os
-import signal
-import subprocess
-import tempfile
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from . import _job, _run
+from ._process import JobProcess, new_run_dir
 from .loader import LoaderError, MinatoLoader
 
 _LOG = logging.getLogger("minato_flink")
 
 
 class EmbeddedJob:
-    """A serving job running in a child process on this machine; its output goes to `log_path`."""
+    """A serving job running in a child process on this machine, for as long as this process
+    lives (or until closed); what it prints goes to `log_path`, RUN_DIR/console.log, and what it
+    logs through `logging` (see _process)."""
 
-    def __init__(self, args: Sequence[str], run_dir: str, log_path: str) -> None:
-        """args: the launcher's subcommand and options; run_dir: the job's run directory;
-        log_path: where its output goes."""
-        self.run_dir, self.log_path = run_dir, log_path
+    def __init__(self, args: Sequence[str], run_dir: str) -> None:
+        """args: the launcher's subcommand and options; run_dir: the job's run directory, where
+        its console and log events go too."""
+        self.run_dir = run_dir
         launcher = _job.launcher()
-        self._log = open(log_path, "wb")
         cmd = launcher.argv + list(args)
         try:
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self._log,
-                                          stderr=subprocess.STDOUT, start_new_session=True,
-                                          env=launcher.environment())
+            self._proc = JobProcess(cmd, run_dir, env=launcher.environment())
         except OSError as err:
-            self._log.close()
             raise LoaderError(f"cannot start the job with {cmd[0]}: {err}") from None
+        self.log_path = self._proc.console_path
+
+    @property
+    def pid(self) -> int:
+        """The launcher's process id (the job's JVM once scripts/run has built what it needs)."""
+        return self._proc.pid
 
     def check(self) -> None:
         """Raises the job's own one-line error if it has stopped before its end."""
         code = self._proc.poll()
         if code is not None and code != 0:
-            raise LoaderError(f"the job stopped (exit status {code}): {self._last_error()}")
-
-    def _last_error(self) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                lines = [l.strip() for l in f if l.strip()]
-        except OSError:
-            return f"see {self.log_path}"
-        errors = [l for l in lines if l.startswith("error:")]
-        last = errors[-1] if errors else (lines[-1] if lines else "no output")
-        return f"{last} (log: {self.log_path})"
+            raise LoaderError(f"the job stopped (exit status {code}): {self._proc.last_error()}")
 
     def wait(self, timeout: Optional[float] = None) -> int:
         """The job's exit status once it has exited; raises subprocess.TimeoutExpired after
@@ -54,23 +46,10 @@ class EmbeddedJob:
 
     def close(self, finish_s: float = 0, grace_s: float = 30) -> None:
         """Stops the job if it still runs after `finish_s` seconds (a job whose run ended writes
-        its report and exits by itself); its run directory keeps what it wrote. grace_s: how long
-        SIGTERM has before SIGKILL."""
-        if finish_s > 0:
-            try:
-                self._proc.wait(finish_s)
-            except subprocess.TimeoutExpired:
-                pass
-        if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGTERM)
-                self._proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait()
-            except ProcessLookupError:
-                pass
-        self._log.close()
+        its report and exits by itself); its run directory keeps what it wrote, and a run
+        stopped early can be continued with --resume. grace_s: how long it has to stop after
+        that."""
+        self._proc.close(finish_s, grace_s)
 
 
 def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int = 1,
@@ -86,14 +65,15 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
     RANK, else 0). ranks: the training processes, one device queue each. epochs: the run's
     epochs, a pass over the loader each. batch_size: samples a batch holds (the job's --batch,
     default 2; `batch` is its other name). patch: the edge of a training crop (--patch).
-    run_dir: the job's run directory (default: a new temporary one; several ranks give the same
-    one). workers, seed: the job's --workers and --seed (default: the job's). drop_last: leave
+    run_dir: the job's run directory, its checkpoints, logs and temporary files (default: a new
+    runs/<time> in the working directory; several ranks give the same one). workers, seed: the job's --workers and --seed (default: the job's). drop_last: leave
     out the run's last batch when it holds fewer than batch_size samples, as a DataLoader's
     drop_last does. extra_args: further options of the job's train command. prefetch,
     pin_memory, loader_kw: MinatoLoader's.
 
     With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
-    the job, the others connect to it. Closing rank 0's loader stops the job.
+    the job, the others connect to it. Closing rank 0's loader stops the job, and so does rank
+    0's process ending, however it ends.
 
     A `run_dir` that holds a run (a script restarted from its checkpoint) continues that run
     (the job's --resume): the loader then takes the state saved with the model's checkpoint
@@ -109,7 +89,7 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
     if ranks > 1 and run_dir is None:
         raise ValueError("several ranks share one job: give every rank the same run_dir")
     if run_dir is None:
-        run_dir = os.path.join(tempfile.mkdtemp(prefix="minato-"), "run")
+        run_dir = new_run_dir()  # runs/<time> in the working directory, as the job's own
     run_dir = os.path.abspath(run_dir)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     job = None
@@ -127,6 +107,6 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
             args = _run.resume_args(args, run_dir)
             _LOG.info("continuing the run in %s (--resume): give the loader the state saved with"
                       " the model (load_state_dict) before the first batch", run_dir)
-        job = EmbeddedJob(args, run_dir, run_dir.rstrip("/") + ".log")
+        job = EmbeddedJob(args, run_dir)
     return MinatoLoader(run_dir=run_dir, rank=rank, batch_size=batch_size, drop_last=drop_last,
                         prefetch=prefetch, pin_memory=pin_memory, job=job, **loader_kw)

@@ -28,3 +28,9 @@ def images(tmp_path_factory):
                     "--out", str(out), "--cases", "12", "--classes", "3", "--seed", "3"],
                    check=True, stdout=subprocess.DEVNULL)
     return out
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """launch() without run_dir makes runs/<time> in the working directory: the test's own."""
+    monkeypatch.chdir(tmp_path)

@@ -111,7 +111,7 @@ def test_should_continue_a_killed_scripts_run_with_every_sample_trained_once(
     assert len(trained) == len(set(trained))
     assert sorted(trained) == [(e, i) for e in range(EPOCHS) for i in range(CASES)]
     # The job continued its run rather than starting another: its report covers the whole run.
-    assert "resuming " + killed_run in pathlib.Path(killed_run + ".log").read_text()
+    assert "resuming " + killed_run in pathlib.Path(killed_run, "console.log").read_text()
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["samples"]["delivered"] == EPOCHS * CASES
 

@@ -218,6 +218,17 @@ final class Failure {
         return full == null ? null : stoppedWithResume(full, run, "free space, then ");
     }
 
+    /**
+     * The run was stopped because the training process that launched it ended ({@code
+     * --exit-with-stdin}).
+     */
+    static Stopped launcherGone(Path run) {
+        return stoppedWithResume(
+                "the training process that launched the run is gone, so the job was cancelled",
+                run,
+                "");
+    }
+
     private static Stopped stoppedWithResume(String what, Path run, String first) {
         return new Stopped(
                 what

@@ -3,16 +3,19 @@ package io.minato.job;
 import io.minato.job.dataflow.LoaderJob;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.ReadableConfig;
@@ -28,19 +31,55 @@ public final class FlinkSetup {
     private FlinkSetup() {}
 
     /**
-     * Deletes the copy of Flink's RPC jar (24 MB) that an embedded cluster extracts into its
-     * temporary folder when Flink's own loader runs (where {@link CachedRpcSystemLoader} could not
-     * use its cache): the cluster deletes it when it closes, but it closes asynchronously after the
-     * job, and the process may end first (seen: one jar left in /tmp per run).
+     * Removes the embedded cluster's temporary folder ({@code io.tmp.dirs}) and all in it: Flink's
+     * working folders, RocksDB's, and the copy of its RPC jar (24 MB) that Flink's own loader
+     * extracts where {@link CachedRpcSystemLoader} could not use its cache. The cluster deletes
+     * most of these when it closes, but it closes asynchronously after the job and the process may
+     * end first; a process killed outright leaves them, and the next run in the folder ({@code
+     * --resume}) removes them before it starts. What cannot be deleted is left, never an error.
      */
-    public static void deleteRpcJars(Path tmpDir) throws IOException {
-        if (!Files.isDirectory(tmpDir)) {
+    static void clearTmp(Path tmpDir) {
+        if (!Files.isDirectory(tmpDir, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
-        try (DirectoryStream<Path> jars = Files.newDirectoryStream(tmpDir, "flink-rpc-*.jar")) {
-            for (Path jar : jars) {
-                Files.deleteIfExists(jar);
-            }
+        deleteAll(tmpDir);
+    }
+
+    /**
+     * Waits up to {@code within} for the embedded cluster that works in {@code tmpDir} to have
+     * closed (it deletes its {@code minicluster_*} working folder last), then {@link #clearTmp}:
+     * clearing it while the cluster still closes misses what the cluster writes meanwhile (seen:
+     * its working folder and the web UI's left after a cancelled run).
+     */
+    static void clearTmpOnceClosed(Path tmpDir, Duration within) throws InterruptedException {
+        long deadline = System.nanoTime() + within.toNanos();
+        while (clusterWorksIn(tmpDir) && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        clearTmp(tmpDir);
+    }
+
+    private static boolean clusterWorksIn(Path tmpDir) {
+        try (Stream<Path> entries = Files.list(tmpDir)) {
+            return entries.anyMatch(p -> p.getFileName().toString().startsWith("minicluster_"));
+        } catch (IOException | UncheckedIOException e) {
+            return false;
+        }
+    }
+
+    private static void deleteAll(Path tmpDir) {
+        try (Stream<Path> all = Files.walk(tmpDir)) {
+            all.sorted(Comparator.reverseOrder())
+                    .forEach(
+                            p -> {
+                                try {
+                                    Files.deleteIfExists(p);
+                                } catch (IOException e) {
+                                    // in use, or gone already: Flink deletes its own too
+                                }
+                            });
+        } catch (IOException | UncheckedIOException e) {
+            // a folder that vanished while walking it: Flink's own clean-up
         }
     }
 
@@ -146,9 +185,9 @@ public final class FlinkSetup {
      * The environment: the cluster's when submitted with {@code flink run}, else an embedded
      * MiniCluster with enough slots and network buffers and, if asked, the web UI on {@code
      * restPort} and Prometheus metrics on {@code metricsPort} (null: none), keeping its temporary
-     * files (RocksDB's working folders, Flink's RPC jar) in {@code tmpDir}. Without the web UI the
-     * MiniCluster's REST endpoint (which it always starts) takes a free port, so that runs side by
-     * side never collide.
+     * files (RocksDB's working folders, Flink's RPC jar, the web UI's) in {@code tmpDir}. Without
+     * the web UI the MiniCluster's REST endpoint (which it always starts) takes a free port, so
+     * that runs side by side never collide.
      */
     public static StreamExecutionEnvironment environment(
             Configuration job,
@@ -174,6 +213,14 @@ public final class FlinkSetup {
         local.setString("taskmanager.bind-host", "localhost");
         local.setString("web.access-control-allow-origin", "http://localhost:" + restPort);
         local.setString("io.tmp.dirs", tmpDir.toAbsolutePath().toString());
+        // The web UI's own folders, else under java.io.tmpdir (/tmp/flink-web-upload, seen).
+        local.setString("web.tmpdir", tmpDir.toAbsolutePath().toString());
+        local.setString("web.upload.dir", tmpDir.resolve("web-upload").toAbsolutePath().toString());
+        // snappy-java (the checkpoints' compression) unpacks its native library into
+        // java.io.tmpdir, deleted at exit: a killed run left /tmp/snappy-*-libsnappyjava.so.
+        if (System.getProperty(SNAPPY_TMPDIR) == null) {
+            System.setProperty(SNAPPY_TMPDIR, tmpDir.toAbsolutePath().toString());
+        }
         if (metricsPort != null) {
             // Prometheus scrapes http://localhost:PORT/metrics; loopback only, as the rest.
             local.setString(
@@ -224,6 +271,9 @@ public final class FlinkSetup {
         c.setString("taskmanager.memory.network.max", bytes);
         return c;
     }
+
+    /** Where snappy-java unpacks its native library (default: java.io.tmpdir). */
+    static final String SNAPPY_TMPDIR = "org.xerial.snappy.tempdir";
 
     /** The most network memory an embedded run takes: Flink's own default ceiling. */
     static final long MAX_NETWORK_BYTES = 1L << 30;

@@ -37,11 +37,21 @@ final class RunArgs {
             Set.of("--data", "--report", "--trace", "--cache-dir");
 
     /**
+     * Options not stored: the folder itself, and those about the process that started the run
+     * rather than the run, so that a resume (from a terminal, say) does not inherit them.
+     */
+    private static final Set<String> NOT_STORED = Set.of("--run-dir", "--log-events");
+
+    private static final Set<String> NOT_STORED_FLAGS = Set.of("--exit-with-stdin");
+
+    /**
      * Options that change how a run goes, not what it trains: a resume may give them anew (the last
      * value counts). Any other option given beside {@code --resume} must repeat the stored value.
      */
     static final Set<String> HOW =
             Set.of(
+                    "--exit-with-stdin",
+                    "--log-events",
                     "--report",
                     "--trace",
                     "--web-ui",
@@ -64,15 +74,18 @@ final class RunArgs {
 
     private RunArgs() {}
 
-    /** Writes the run's arguments (without {@code --run-dir}, which is the folder itself). */
+    /** Writes the run's arguments, without those {@link #NOT_STORED}. */
     static void write(Path runDir, List<String> args) throws IOException {
         List<String> stored = new ArrayList<>();
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             String name = name(a);
             boolean inline = !name.equals(a);
-            if (name.equals("--run-dir")) {
+            if (NOT_STORED.contains(name)) {
                 i += inline ? 0 : 1;
+                continue;
+            }
+            if (NOT_STORED_FLAGS.contains(name)) {
                 continue;
             }
             if (PATH_OPTIONS.contains(name)) {

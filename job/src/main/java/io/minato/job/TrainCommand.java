@@ -254,6 +254,31 @@ public final class TrainCommand implements Callable<Integer> {
                             + " ${DEFAULT-VALUE}).")
     long progressMillis = 5000;
 
+    @Option(
+            names = "--exit-with-stdin",
+            description =
+                    "End the run when standard input reaches its end: a launching process (the"
+                            + " Python package) passes a pipe it never writes to, which closes"
+                            + " when that process ends, however it ends. The job is then"
+                            + " cancelled, its latest checkpoint kept for --resume.")
+    boolean exitWithStdin;
+
+    @Option(
+            names = "--log-events",
+            paramLabel = "FILE",
+            description =
+                    "Write the run's log messages (its warnings and errors, Flink's included, and"
+                            + " minato's progress) to FILE as they happen, one JSON object a line,"
+                            + " in place of the console's log lines; for a launching process to"
+                            + " read.")
+    void setLogEvents(Path file) {
+        logEvents = file;
+        RunLog.events(file);
+    }
+
+    /** {@code --log-events}. */
+    Path logEvents;
+
     /** A resumed run's checkpoint: the job starts from it. */
     Path restoreFrom;
 
@@ -272,6 +297,8 @@ public final class TrainCommand implements Callable<Integer> {
         if (resume != null) {
             return resumed(err);
         }
+        // Before the set-up, which takes seconds: a launcher gone by then ends it.
+        Lifeline lifeline = exitWithStdin ? Lifeline.watch(System.in) : null;
         RunPlan.Options options = options();
         RunPlan plan;
         try {
@@ -293,7 +320,7 @@ public final class TrainCommand implements Callable<Integer> {
         RunArgs.write(run, spec.commandLine().getParseResult().expandedArgs());
         RunArgs.identify(run, restoreFrom == null);
         RunLog.into(run);
-        return new TrainingRun(plan, set).execute(spec.commandLine().getOut(), err);
+        return new TrainingRun(plan, set, lifeline).execute(spec.commandLine().getOut(), err);
     }
 
     /**

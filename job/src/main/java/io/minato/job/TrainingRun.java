@@ -41,6 +41,9 @@ final class TrainingRun {
      */
     static final Duration STOPPED_REST_WAIT = Duration.ofSeconds(15);
 
+    /** How long the end of a run waits for its embedded cluster to close before clearing tmp/. */
+    static final Duration CLUSTER_CLOSE_WAIT = Duration.ofSeconds(10);
+
     final RunPlan plan;
     final RunPlan.Options options;
     final TrainingSet set;
@@ -50,8 +53,18 @@ final class TrainingRun {
     final HeldOutEvaluation evaluation; // null: no model to score, or nothing held out
     private final Path flinkTmp;
     private final StreamExecutionEnvironment env;
+    private final Lifeline lifeline; // null: the run does not end with its launcher
 
     TrainingRun(RunPlan plan, TrainingSet set) throws Exception {
+        this(plan, set, null);
+    }
+
+    /**
+     * @param lifeline the launcher's life ({@code --exit-with-stdin}): the job is cancelled when it
+     *     ends; null: none
+     */
+    TrainingRun(RunPlan plan, TrainingSet set, Lifeline lifeline) throws Exception {
+        this.lifeline = lifeline;
         this.plan = plan;
         this.options = plan.options;
         this.set = set;
@@ -125,7 +138,10 @@ final class TrainingRun {
                                 ? job.optScheduledWorkers(plan.fastWorkers, plan.slowWorkers)
                                 : job.optWorkers(plan.fastWorkers, plan.slowWorkers))
                         .build();
-        flinkTmp = Files.createDirectories(run.resolve("tmp"));
+        flinkTmp = tmpDir(run);
+        // What a killed process of this run left (a resumed run starts in the same folder).
+        FlinkSetup.clearTmp(flinkTmp);
+        Files.createDirectories(flinkTmp);
         Configuration flink =
                 FlinkSetup.jobConfiguration(run, o.checkpointInterval(), o.restartAttempts());
         if (o.restoreFrom() != null) {
@@ -149,6 +165,11 @@ final class TrainingRun {
             env.getConfig().setGlobalJobParameters(parameters);
         }
         loaderJob.build(env);
+    }
+
+    /** The embedded cluster's temporary folder in the run directory {@code run}. */
+    static Path tmpDir(Path run) {
+        return run.resolve("tmp");
     }
 
     /** What the report says of the run's set-up. */
@@ -224,10 +245,13 @@ final class TrainingRun {
         JobExecutionResult result;
         OutputPaths.FullDiskWatch disk = OutputPaths.FullDiskWatch.start(run, 200);
         try {
-            if (o.progressMillis() <= 0) {
+            if (o.progressMillis() <= 0 && lifeline == null) {
                 result = env.execute(name);
             } else {
                 JobClient client = env.executeAsync(name);
+                if (lifeline != null) {
+                    lifeline.whileRunning(client::cancel, flinkTmp);
+                }
                 // Embedded, the trainers run in this JVM; on a cluster, their metrics come
                 // through the JobManager's REST API.
                 ClusterProgress cluster =
@@ -237,17 +261,27 @@ final class TrainingRun {
                                         FlinkSetup.clientConfiguration(),
                                         client.getJobID().toString());
                 result =
-                        new ProgressLine(
-                                        o.progressMillis(),
-                                        (long) set.train() * o.epochs(),
-                                        set.train(),
-                                        devices,
-                                        o.epochs(),
-                                        o.restoreFrom() != null,
-                                        err)
-                                .await(client, plan.embedded ? progress::totals : cluster::totals);
+                        o.progressMillis() <= 0
+                                ? client.getJobExecutionResult().get()
+                                : new ProgressLine(
+                                                o.progressMillis(),
+                                                (long) set.train() * o.epochs(),
+                                                set.train(),
+                                                devices,
+                                                o.epochs(),
+                                                o.restoreFrom() != null,
+                                                err)
+                                        .await(
+                                                client,
+                                                plan.embedded ? progress::totals : cluster::totals);
+            }
+            if (lifeline != null) {
+                lifeline.jobEnded();
             }
         } catch (Exception e) {
+            if (lifeline != null && lifeline.ended()) {
+                throw Failure.launcherGone(run);
+            }
             RuntimeException stopped =
                     Failure.of(e).inRun(run, plan.embedded, disk.sawNearlyFull());
             if (stopped != null) {
@@ -258,7 +292,10 @@ final class TrainingRun {
             disk.close();
             samples = sampler == null ? null : sampler.stop();
             TrainingProgress.forget(run.toAbsolutePath());
-            FlinkSetup.deleteRpcJars(flinkTmp);
+            if (lifeline != null && lifeline.ended()) {
+                Lifeline.stopChildren();
+            }
+            FlinkSetup.clearTmpOnceClosed(flinkTmp, CLUSTER_CLOSE_WAIT);
         }
         long processCpu = RunSampler.cpuNanos() - cpu0;
         String savepoint = Savepoints.stoppedWith(run);

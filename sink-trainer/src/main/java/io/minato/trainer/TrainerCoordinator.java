@@ -14,6 +14,8 @@ import org.apache.flink.runtime.operators.coordination.CoordinationRequestHandle
 import org.apache.flink.runtime.operators.coordination.CoordinationResponse;
 import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
 import org.apache.flink.runtime.operators.coordination.OperatorEvent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The trainers' coordinator in the JobManager: their queue reports go to the job's worker
@@ -27,6 +29,8 @@ import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 final class TrainerCoordinator implements OperatorCoordinator, CoordinationRequestHandler {
     /** Attempts remembered: a few, for the requests of an attempt that is still ending. */
     private static final int ATTEMPTS = 16;
+
+    private static final Logger LOG = LoggerFactory.getLogger(TrainerCoordinator.class);
 
     private final OperatorCoordinator queues;
     private final CheckpointAfterRestore afterRestore;
@@ -136,7 +140,7 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
         afterRestore.resetAll();
         // Before start: the job itself starts from a checkpoint (--resume), not a failure.
         if (started) {
-            restored();
+            restored(checkpointId);
         }
     }
 
@@ -146,11 +150,19 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
         afterRestore.reset(subtask);
         // The trainers restart together (one replica group): one restore, counted at the first.
         if (subtask == 0) {
-            restored();
+            restored(checkpointId);
         }
     }
 
-    private void restored() {
+    private void restored(long checkpointId) {
+        Throwable cause = failures.last();
+        // The run's one line for a restore: Flink's own are in the run's log with their traces.
+        LOG.warn(
+                "The job failed ({}) and restarts from {}",
+                cause == null
+                        ? "cause unknown"
+                        : String.valueOf(cause.getMessage()).lines().findFirst().orElse(""),
+                checkpointId < 0 ? "its start" : "checkpoint " + checkpointId);
         String tooMany = ledger.restored();
         if (tooMany != null) {
             failJob.accept(
