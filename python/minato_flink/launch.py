@@ -6,6 +6,7 @@ import signal
 import subprocess
 import tempfile
 
+from .dataset import dataset_args
 from .loader import LoaderError, MinatoLoader
 
 _REPO_LAUNCHER = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "run")
@@ -88,9 +89,14 @@ class EmbeddedJob:
         self._log.close()
 
 
-def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=None,
-           workers=None, seed=None, extra_args=(), prefetch=2, pin_memory=None, **loader_kw):
+def launch(data=None, *, dataset=None, collate_fn=None, rank=None, ranks=1, epochs=1, batch=2,
+           batch_size=None, patch=128, run_dir=None, workers=None, seed=None, extra_args=(),
+           prefetch=2, pin_memory=None, **loader_kw):
     """Starts the serving job on this machine (rank 0) and returns rank `rank`'s MinatoLoader.
+
+    Over the data folder `data` (a built-in workload), or over `dataset`, any map-style Dataset,
+    prepared by the job's Python workers: each pass then yields what `collate_fn` (default:
+    torch's default_collate) makes of a batch's samples.
 
     With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
     the job, the others connect to it. Closing rank 0's loader stops the job."""
@@ -101,11 +107,16 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
         run_dir = os.path.join(tempfile.mkdtemp(prefix="minato-"), "run")
     run_dir = os.path.abspath(run_dir)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    if (data is None) == (dataset is None):
+        raise ValueError("give either a data folder or dataset=")
+    batch = batch if batch_size is None else batch_size
     job = None
     if rank == 0:
-        args = ["train", "--accelerator", "serve", "--data", os.path.abspath(data),
+        source = (["--data", os.path.abspath(data), "--patch", str(patch)] if dataset is None
+                  else dataset_args(dataset, run_dir))
+        args = ["train", "--accelerator", "serve", *source,
                 "--devices", "cpu" if ranks == 1 else f"cpu:{ranks}",
-                "--epochs", str(epochs), "--batch", str(batch), "--patch", str(patch),
+                "--epochs", str(epochs), "--batch", str(batch),
                 "--run-dir", run_dir, "--no-web-ui", "--progress-interval", "0", "--no-plots"]
         if workers is not None:
             args += ["--workers", str(workers)]
@@ -114,4 +125,4 @@ def launch(data, *, rank=None, ranks=1, epochs=1, batch=2, patch=128, run_dir=No
         args += list(extra_args)
         job = EmbeddedJob(args, run_dir, run_dir.rstrip("/") + ".log")
     return MinatoLoader(run_dir=run_dir, rank=rank, prefetch=prefetch, pin_memory=pin_memory,
-                        job=job, **loader_kw)
+                        job=job, collate_fn=collate_fn, **loader_kw)

@@ -15,7 +15,9 @@ import time
 import numpy as np
 import torch
 
+from . import samples as python_samples
 from .consumed import ConsumedSet
+from .samples import SampleBatch
 
 _LOG = logging.getLogger("minato_flink")
 
@@ -142,7 +144,8 @@ class MinatoLoader:
     load_state_dict() gets exactly the rest, from the epoch it was in."""
 
     def __init__(self, endpoint=None, *, run_dir=None, rank=None, prefetch=2, token=None,
-                 pin_memory=None, reconnect_s=120.0, connect_timeout_s=120.0, job=None):
+                 pin_memory=None, reconnect_s=120.0, connect_timeout_s=120.0, job=None,
+                 collate_fn=None):
         if (endpoint is None) == (run_dir is None):
             raise ValueError("give either endpoint ('host:port') or run_dir")
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
@@ -162,6 +165,7 @@ class MinatoLoader:
         self._ended = False
         self._started = False
         self._job = job  # an EmbeddedJob this loader stops when closed
+        self._collate_fn = collate_fn  # a Python Dataset's batches: None is default_collate
         self._buffers = _Buffers(keep=2 * prefetch + 3)
         # The receiving thread and what it hands over: (connection, batch), _END or an error.
         # A batch of a connection that was lost since is not yielded: the job serves it again.
@@ -185,7 +189,7 @@ class MinatoLoader:
             batch = self._next_batch()
             if batch is None:
                 break
-            yield batch
+            yield batch.collated if isinstance(batch, SampleBatch) else batch
         else:
             if self._steps >= self.run_steps and not self._ended:
                 self._await_end()
@@ -458,6 +462,8 @@ class MinatoLoader:
                 break
 
     def _take(self, m):
+        if "python" in m:
+            return python_samples.take(m, self._collate_fn, self.rank)
         try:
             img, lab = m["image"], m["label"]
             img_t, lab_t = _DTYPES[img["dtype"]], _DTYPES[lab["dtype"]]

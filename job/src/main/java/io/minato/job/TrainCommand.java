@@ -283,7 +283,9 @@ public final class TrainCommand implements Callable<Integer> {
         if (DemoSchedule.appliesTo(samples) && restoreFrom == null) {
             err.println(DemoSchedule.notice(options.epochs(), plan.optimizer));
         }
-        TrainingSet set = samples.workload().open(samples, err);
+        TrainingSet set =
+                samples.workload()
+                        .open(samples.forWorkers(plan.fastWorkers + plan.slowWorkers), err);
         Path run = plan.runDir;
         try {
             OutputPaths.createRunDir(run);

@@ -6,7 +6,6 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;
 import io.minato.sample.SampleTask;
-import io.minato.spi.Patch;
 import io.minato.trainer.Accelerator;
 import io.minato.trainer.AcceleratorFactory;
 import io.minato.trainer.StepResult;
@@ -157,11 +156,7 @@ public final class ServingAccelerator implements Accelerator, RankEndpoint.Admis
             for (int i = 0; i < pending.size(); i++) {
                 PreparedSample s = pending.get(i);
                 if (fresh.contains(s)) {
-                    Patch p = s.patch();
-                    pending.set(
-                            i,
-                            s.withPatch(
-                                    new Patch(p.shape(), p.image().clone(), p.label().clone())));
+                    pending.set(i, s.withPatch(s.patch().copy()));
                 }
             }
             return StepResult.noLoss(waited);
