@@ -44,8 +44,9 @@ class Records(Dataset):
         return self.n
 
     def __getitem__(self, index: int) -> Dict[str, Any]:
-        return {"x": torch.full((3,), float(index)) + torch.rand(3) * 0, "index": index,
-                "name": f"item-{index}", "pair": [torch.tensor(index), random.random()]}
+        return {"x": torch.full((3,), float(index)) + torch.rand(3), "index": index,
+                "name": f"item-{index}", "pair": [torch.tensor(index), random.random()],
+                "drawn": np.random.randint(0, 1 << 30)}
 
 
 class Ragged(Dataset):
@@ -115,3 +116,8 @@ class Sleeps(Dataset):
 def make_volumes() -> Volumes:
     """What --dataset tests.datasets:make_volumes names."""
     return Volumes(6)
+
+
+def make_faulty() -> Faulty:
+    """What --dataset tests.datasets:make_faulty names: index 3 raises."""
+    return Faulty(8, raises={3})

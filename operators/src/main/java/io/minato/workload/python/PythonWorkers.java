@@ -49,6 +49,9 @@ public final class PythonWorkers {
     /** The environment variable that names the directory of the minato_flink package, if any. */
     static final String PACKAGE_PATH = "MINATO_PYTHONPATH";
 
+    /** The same as a system property, which wins (tests). */
+    static final String PACKAGE_PATH_PROPERTY = "minato.pythonpath";
+
     private static final long HELLO_TIMEOUT_MILLIS = 120_000;
 
     private final PythonDataset dataset;
@@ -175,7 +178,7 @@ public final class PythonWorkers {
                 w.send(t);
                 return t;
             } catch (IOException e) {
-                w.broken("it could not be sent a sample: " + e.getMessage());
+                w.broken("could not be sent a sample: " + e.getMessage());
             }
         }
     }
@@ -276,7 +279,7 @@ public final class PythonWorkers {
         ProcessBuilder pb =
                 new ProcessBuilder(python, "-m", "minato_flink.worker", "--dataset", spec)
                         .redirectError(ProcessBuilder.Redirect.INHERIT);
-        String pkg = System.getenv(PACKAGE_PATH);
+        String pkg = System.getProperty(PACKAGE_PATH_PROPERTY, System.getenv(PACKAGE_PATH));
         if (pkg != null && !pkg.isEmpty()) {
             String path = pb.environment().get("PYTHONPATH");
             pb.environment()
@@ -370,7 +373,9 @@ public final class PythonWorkers {
         private String exit() {
             try {
                 if (process.waitFor(2, TimeUnit.SECONDS)) {
-                    return "exit status " + process.exitValue();
+                    int code = process.exitValue();
+                    // Java gives a process a signal ended as 128 + the signal.
+                    return code > 128 ? "killed by signal " + (code - 128) : "exit status " + code;
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -444,9 +449,9 @@ public final class PythonWorkers {
                     pool.release(this);
                 }
             } catch (EOFException e) {
-                why = "it ended (" + exit() + ")";
+                why = "ended (" + exit() + ")";
             } catch (IOException | RuntimeException e) {
-                why = "it broke the protocol: " + e.getMessage();
+                why = "broke the protocol: " + e.getMessage();
             }
             broken(why);
         }
