@@ -54,6 +54,14 @@ public final class PythonWorkers {
 
     private static final long HELLO_TIMEOUT_MILLIS = 120_000;
 
+    /**
+     * A sample in its process this long is named in a warning, and again at every doubling. A hang
+     * is not a failure (a slow read from remote storage ends): the sample is waited for, and the
+     * warning says which process to look at. Fixed, not a multiple of the deadline, which adapts
+     * per fast worker and means nothing to a slow worker.
+     */
+    static final long HANG_WARNING_MILLIS = 30_000;
+
     private final PythonDataset dataset;
     private final Path dir;
     private final String prefix;
@@ -75,6 +83,9 @@ public final class PythonWorkers {
                 d -> {
                     PythonWorkers pool = new PythonWorkers(d, sharedMemory());
                     sweepStaleFiles(pool.dir);
+                    Thread watch = new Thread(pool::watchForHangs, "python-workers-watch");
+                    watch.setDaemon(true);
+                    watch.start();
                     Runtime.getRuntime()
                             .addShutdownHook(new Thread(pool::close, "python-workers-close"));
                     return pool;
@@ -111,6 +122,7 @@ public final class PythonWorkers {
         final int index;
         final String file;
         final long since = System.nanoTime();
+        private long warnAtMillis = HANG_WARNING_MILLIS; // guarded by the worker
         private Map<String, Object> reply;
         private String died;
         private long pid;
@@ -229,6 +241,29 @@ public final class PythonWorkers {
         all.remove(w);
         idle.remove(w);
         notifyAll();
+    }
+
+    /** Warns of each sample that has been in its process past {@link #HANG_WARNING_MILLIS}. */
+    private void watchForHangs() {
+        while (true) {
+            List<Worker> busy;
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                busy = new ArrayList<>(all);
+            }
+            for (Worker w : busy) {
+                if (w != null) {
+                    w.warnIfHanging(dataset.spec());
+                }
+            }
+            try {
+                Thread.sleep(1000);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
     }
 
     /** Processes this pool holds now. */
@@ -381,6 +416,32 @@ public final class PythonWorkers {
                 Thread.currentThread().interrupt();
             }
             return "still running";
+        }
+
+        /** Names this process and its sample once it held it past the next warning's time. */
+        void warnIfHanging(String spec) {
+            long held;
+            Ticket t;
+            synchronized (this) {
+                t = current;
+                if (t == null) {
+                    return;
+                }
+                held = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t.since);
+                if (held < t.warnAtMillis) {
+                    return;
+                }
+                t.warnAtMillis *= 2;
+            }
+            LOG.warn(
+                    "Python worker process {} has run __getitem__({}) of {} for {} s; it is"
+                            + " waited for (a hang is not a failure): py-spy dump --pid {} shows"
+                            + " where it is",
+                    process.pid(),
+                    t.index,
+                    spec,
+                    held / 1000,
+                    process.pid());
         }
 
         void startReader() {

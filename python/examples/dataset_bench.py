@@ -1,0 +1,96 @@
+"""Samples per second of one Dataset fed by the job's Python workers or by PyTorch's DataLoader.
+
+    python3 python/examples/dataset_bench.py --loader minato|torch --dataset sleep|cpu \\
+        [--workers W] [--samples N] [--batch B] [--epochs E] [--sleep-ms MS] [--cpu-ms MS]
+
+sleep: each __getitem__ waits MS ms (a read from remote storage); cpu: each computes for about
+MS ms of one core. Prints one JSON line: the loader, the workers, the samples and the samples/s
+from the first batch to the last (the job's start-up and DataLoader's worker start are left out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+
+class SleepDataset(Dataset):
+    """Waits rather than computes."""
+
+    def __init__(self, n: int, sleep_ms: float):
+        self.n, self.sleep_s = n, sleep_ms / 1000
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        time.sleep(self.sleep_s)
+        return torch.full((256,), float(index))
+
+
+class CpuDataset(Dataset):
+    """Computes: random 3D noise filtered until about `cpu_ms` of one core went into it."""
+
+    def __init__(self, n: int, cpu_ms: float):
+        self.n, self.cpu_s = n, cpu_ms / 1000
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int):
+        start = time.thread_time()
+        volume = np.random.rand(32, 32, 32).astype(np.float32)
+        while time.thread_time() - start < self.cpu_s:
+            volume = np.sqrt(volume * volume + 0.5).astype(np.float32)
+        return torch.from_numpy(volume), index
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--loader", choices=["minato", "torch"], required=True)
+    p.add_argument("--dataset", choices=["sleep", "cpu"], required=True)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--samples", type=int, default=320)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--sleep-ms", type=float, default=50)
+    p.add_argument("--cpu-ms", type=float, default=20)
+    a = p.parse_args()
+    ds = (SleepDataset(a.samples, a.sleep_ms) if a.dataset == "sleep"
+          else CpuDataset(a.samples, a.cpu_ms))
+    if a.loader == "torch":
+        loader = DataLoader(ds, batch_size=a.batch, shuffle=True, num_workers=a.workers,
+                            persistent_workers=a.workers > 0)
+        passes, close = (lambda: loader), (lambda: None)
+    else:
+        from minato_flink import launch
+
+        loader = launch(dataset=ds, epochs=a.epochs, batch_size=a.batch, workers=a.workers)
+        passes, close = (lambda: loader), loader.close
+    first, seen, cpu0 = None, 0, time.process_time()
+    for _ in range(a.epochs):
+        for batch in passes():
+            n = len(batch[0]) if isinstance(batch, (list, tuple)) else len(batch)
+            if first is None:
+                first, cpu0 = time.monotonic(), time.process_time()
+            else:
+                seen += n
+    wall = time.monotonic() - first
+    cpu = time.process_time() - cpu0
+    close()
+    print(json.dumps({"loader": a.loader, "dataset": a.dataset, "workers": a.workers,
+                      "samples": seen, "samples_per_s": round(seen / wall, 1),
+                      "training_process_cpu_s": round(cpu, 2)}))
+
+
+if __name__ == "__main__":
+    main()
