@@ -24,6 +24,7 @@ import importlib
 import json
 import os
 import pickle
+import pickletools
 import struct
 import sys
 import time
@@ -57,6 +58,10 @@ def pickled_dataset(dataset: Any, path: str) -> None:
     imports what this process imports."""
     try:
         body = pickle.dumps(dataset, protocol=pickle.HIGHEST_PROTOCOL)
+        if _refers_to_main(body):
+            # Pickled by name in a module the workers do not have: their __main__ is this one.
+            raise pickle.PicklingError(f"it refers to {type(dataset).__name__} or another "
+                                       "name of the script's __main__")
     except (pickle.PicklingError, AttributeError, TypeError) as err:
         try:
             import cloudpickle  # type: ignore[import]
@@ -66,6 +71,24 @@ def pickled_dataset(dataset: Any, path: str) -> None:
         body = cloudpickle.dumps(dataset, protocol=pickle.HIGHEST_PROTOCOL)
     with open(path, "wb") as f:
         pickle.dump({"sys_path": [os.path.abspath(p) for p in sys.path], "dataset": body}, f)
+
+
+def _refers_to_main(body: bytes) -> bool:
+    """Whether a pickle names a global of __main__ (a class or function the script defines)."""
+    pushed: list = []  # what each opcode pushed, where it was a string
+    memo: dict = {}
+    for op, arg, _ in pickletools.genops(body):
+        if op.name == "GLOBAL" and str(arg).startswith("__main__ "):
+            return True
+        if op.name == "STACK_GLOBAL" and len(pushed) >= 2 and pushed[-2] == "__main__":
+            return True
+        if op.name == "MEMOIZE":
+            memo[len(memo)] = pushed[-1] if pushed else None
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            pushed.append(memo.get(arg))
+        else:
+            pushed.append(arg if isinstance(arg, str) else None)
+    return False
 
 
 def describe(dataset: Any, index: int) -> Optional[str]:
