@@ -192,3 +192,35 @@ def test_should_train_on_a_dataset_named_by_module_and_callable(tmp_path):
             job.kill()
     assert batches == [((3, 1, 8, 8, 8), (3, 1, 8, 8, 8))] * 2
     assert traced(trace) == [(0, i) for i in range(6)]
+
+
+def test_should_serve_a_restarted_process_exactly_what_its_checkpoint_lacks(tmp_path):
+    """The batches a process lost come again prepared anew from their identities: the same
+    values, and every (epoch, index) once over the checkpoint and the rest."""
+    run = str(tmp_path / "run")
+
+    def ids(batch):
+        return [(i, tuple(x)) for i, x in zip(batch["index"].tolist(), batch["x"].tolist())]
+
+    first = launch(dataset=datasets.Records(6), epochs=3, batch_size=2, run_dir=run)
+    job = first._job
+    first._job = None  # the job outlives this process's loader, as a restarted script finds it
+    before, kept, state = [], [], None
+    for step, batch in enumerate(every_batch(first)):
+        before += ids(batch)
+        if step == 1:
+            state, kept = first.state_dict(), list(before)
+        if step == 3:
+            break  # two more batches trained, then the process "crashes" before its checkpoint
+    first.close()
+
+    second = MinatoLoader(run_dir=run, rank=0)
+    second.load_state_dict(state)
+    after = [s for batch in every_batch(second) for s in ids(batch)]
+    second.close()
+    assert job.wait(60) == 0
+    job.close()
+    trained = kept + after
+    assert sorted(i for i, _ in trained) == sorted(list(range(6)) * 3)
+    assert len(set(trained)) == len(trained)  # no sample twice, each epoch's draws its own
+    assert set(before) - set(kept) <= set(after)  # the lost batches came again, the same bytes
