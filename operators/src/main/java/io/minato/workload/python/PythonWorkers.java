@@ -281,6 +281,12 @@ public final class PythonWorkers {
             idle.clear();
             notifyAll();
         }
+        // Every process told first, then waited for: a busy one ends after its sample.
+        for (Worker w : ending) {
+            if (w != null) {
+                w.closeInput();
+            }
+        }
         for (Worker w : ending) {
             if (w != null) {
                 w.stop();
@@ -533,12 +539,17 @@ public final class PythonWorkers {
             }
         }
 
-        void stop() {
+        /** Closes the process's stdin: it exits once it has answered what it is working on. */
+        void closeInput() {
             try {
                 in.close();
             } catch (IOException ignored) {
                 // ending it either way
             }
+        }
+
+        void stop() {
+            closeInput();
             try {
                 if (!process.waitFor(2, TimeUnit.SECONDS)) {
                     process.destroyForcibly();
