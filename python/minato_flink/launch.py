@@ -2,10 +2,11 @@
 
 import logging
 import os
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from . import _job, _run
 from ._process import JobProcess, new_run_dir
+from .dataset import dataset_args
 from .loader import LoaderError, MinatoLoader
 
 _LOG = logging.getLogger("minato_flink")
@@ -52,7 +53,8 @@ class EmbeddedJob:
         self._proc.close(finish_s, grace_s)
 
 
-def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int = 1,
+def launch(data: Optional[str] = None, *, dataset: Any = None,
+           collate_fn: Optional[Callable[[List[Any]], Any]] = None, rank: Optional[int] = None, ranks: int = 1, epochs: int = 1,
            batch_size: Optional[int] = None, batch: Optional[int] = None, patch: int = 128,
            run_dir: Optional[str] = None, workers: Optional[int] = None,
            seed: Optional[int] = None, drop_last: bool = False, extra_args: Sequence[str] = (),
@@ -61,13 +63,15 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
     """Starts the serving job on this machine (rank 0) and returns rank `rank`'s MinatoLoader.
 
     data: the data folder of a built-in workload (kits19's .npy pairs; --workload images in
-    extra_args for a folder of class folders). rank: this process's rank (default: torchrun's
+    extra_args for a folder of class folders); or dataset: any map-style Dataset, prepared by
+    the job's Python workers, each pass then yielding what collate_fn (default: torch's
+    default_collate) makes of a batch's samples. rank: this process's rank (default: torchrun's
     RANK, else 0). ranks: the training processes, one device queue each. epochs: the run's
     epochs, a pass over the loader each. batch_size: samples a batch holds (the job's --batch,
     default 2; `batch` is its other name). patch: the edge of a training crop (--patch).
     run_dir: the job's run directory, its checkpoints, logs and temporary files (default: a new
-    runs/<time> in the working directory; several ranks give the same one). workers, seed: the job's --workers and --seed (default: the job's). drop_last: leave
-    out the run's last batch when it holds fewer than batch_size samples, as a DataLoader's
+    runs/<time> in the working directory; several ranks give the same one). workers, seed:
+    the job's --workers and --seed (default: the job's). drop_last: leave out the run's last batch when it holds fewer than batch_size samples, as a DataLoader's
     drop_last does. extra_args: further options of the job's train command. prefetch,
     pin_memory, loader_kw: MinatoLoader's.
 
@@ -92,11 +96,15 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
         run_dir = new_run_dir()  # runs/<time> in the working directory, as the job's own
     run_dir = os.path.abspath(run_dir)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    if (data is None) == (dataset is None):
+        raise ValueError("give either a data folder or dataset=")
     job = None
     if rank == 0:
-        args = ["train", "--accelerator", "serve", "--data", os.path.abspath(data),
+        source = (["--data", os.path.abspath(data), "--patch", str(patch)] if data is not None
+                  else dataset_args(dataset, run_dir))
+        args = ["train", "--accelerator", "serve", *source,
                 "--devices", "cpu" if ranks == 1 else f"cpu:{ranks}",
-                "--epochs", str(epochs), "--batch", str(batch_size), "--patch", str(patch),
+                "--epochs", str(epochs), "--batch", str(batch_size),
                 "--run-dir", run_dir, "--no-web-ui", "--progress-interval", "0", "--no-plots"]
         if workers is not None:
             args += ["--workers", str(workers)]
@@ -109,4 +117,5 @@ def launch(data: str, *, rank: Optional[int] = None, ranks: int = 1, epochs: int
                       " the model (load_state_dict) before the first batch", run_dir)
         job = EmbeddedJob(args, run_dir)
     return MinatoLoader(run_dir=run_dir, rank=rank, batch_size=batch_size, drop_last=drop_last,
-                        prefetch=prefetch, pin_memory=pin_memory, job=job, **loader_kw)
+                        prefetch=prefetch, pin_memory=pin_memory, job=job,
+                        collate_fn=collate_fn, **loader_kw)

@@ -14,13 +14,15 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple, Union
 
 import numpy as np
 import torch
 
 from . import _run
+from . import samples as python_samples
 from .consumed import ConsumedSet
+from .samples import SampleBatch
 
 _LOG = logging.getLogger("minato_flink")
 
@@ -237,7 +239,8 @@ class MinatoLoader:
                  rank: Optional[int] = None, batch_size: Optional[int] = None,
                  drop_last: bool = False, prefetch: int = 2, token: Optional[str] = None,
                  pin_memory: Optional[bool] = None, reconnect_s: float = 120.0,
-                 connect_timeout_s: float = 120.0, job: Optional[Job] = None) -> None:
+                 connect_timeout_s: float = 120.0, job: Optional[Job] = None,
+                 collate_fn: Optional[Callable[[List[Any]], Any]] = None) -> None:
         """Connects on the first batch, or on the first question only the job can answer
         (len(), epochs, batch_size).
 
@@ -253,7 +256,8 @@ class MinatoLoader:
         reconnect_s: how long to wait for a job that went away (it restores in seconds), or for
         one that serves a loader resumed from a state, before giving up. connect_timeout_s: how
         long to wait for the job to serve at first. job: the job this loader stops when closed
-        (launch() gives its EmbeddedJob)."""
+        (launch() gives its EmbeddedJob). collate_fn: for a Python Dataset's batches, what makes
+        one of its samples (default: torch's default_collate)."""
         if (endpoint is None) == (run_dir is None):
             raise ValueError("give either endpoint ('host:port') or run_dir")
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
@@ -279,6 +283,7 @@ class MinatoLoader:
         self._ended = False
         self._started = False
         self._job = job  # an EmbeddedJob this loader stops when closed
+        self._collate_fn = collate_fn  # a Python Dataset's batches: None is default_collate
         self._buffers = _Buffers(keep=2 * prefetch + 3)
         # The receiving thread and what it hands over: (connection, batch), _END or an error.
         # A batch of a connection that was lost since is not yielded: the job serves it again.
@@ -307,7 +312,7 @@ class MinatoLoader:
             if batch is None:
                 self._warn_short(epoch, start, end)
                 break
-            yield batch
+            yield batch.collated if isinstance(batch, SampleBatch) else batch
         else:
             if self._steps >= self.run_steps and not self._ended:
                 self._await_end()
@@ -671,6 +676,8 @@ class MinatoLoader:
 
     def _take(self, conn: _Connection, m: Dict[str, Any]) -> Batch:
         assert self._welcome is not None  # a batch comes after the welcome
+        if "python" in m:
+            return python_samples.take(m, self._collate_fn, self.rank)  # type: ignore[return-value]
         try:
             img, lab = m["image"], m["label"]
             img_t, lab_t = _DTYPES[img["dtype"]], _DTYPES[lab["dtype"]]

@@ -47,6 +47,23 @@ public final class DataOptions {
     public Path data;
 
     @Option(
+            names = "--dataset",
+            paramLabel = "MODULE:CALLABLE",
+            description =
+                    "For --workload python: the map-style PyTorch Dataset, made by CALLABLE() in"
+                            + " MODULE on every TaskManager that prepares (or a .pkl file the"
+                            + " Python package's launch(dataset=...) wrote).")
+    public String dataset;
+
+    @Option(
+            names = "--python",
+            paramLabel = "PYTHON",
+            description =
+                    "For --workload python: the interpreter of the job's Python workers; it must"
+                            + " import minato_flink and the dataset (default: ${DEFAULT-VALUE}).")
+    public String python = "python3";
+
+    @Option(
             names = "--patch",
             paramLabel = "P",
             description =
@@ -195,6 +212,9 @@ public final class DataOptions {
                 caseCache,
                 cacheDir,
                 cacheMemoryMb,
-                tail);
+                tail,
+                dataset == null
+                        ? null
+                        : new DataSpec.Python(dataset, python, DataSpec.Python.DEFAULT_PROCESSES));
     }
 }

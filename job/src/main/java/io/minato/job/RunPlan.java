@@ -165,6 +165,13 @@ final class RunPlan {
         slowWorkers = o.slowWorkers() != null ? o.slowWorkers() : fast;
         DataSpec data = o.data();
         data.workload().check(data);
+        if (data.workload().servedOnly() && !(o.accelerator() instanceof AcceleratorChoice.Serve)) {
+            throw new IllegalArgumentException(
+                    "--workload "
+                            + data.workload().name()
+                            + " trains in a PyTorch process: give --accelerator serve (the DJL"
+                            + " trainer does not take its samples)");
+        }
         if (o.accelerator() instanceof AcceleratorChoice.Serve serve) {
             if (o.loader() != LoaderJob.Loader.minato && dev.devices().size() > 1) {
                 throw new IllegalArgumentException(

@@ -310,7 +310,15 @@ public final class TrainCommand implements Callable<Integer> {
         if (DemoSchedule.appliesTo(samples) && restoreFrom == null) {
             err.println(DemoSchedule.notice(options.epochs(), plan.optimizer));
         }
-        TrainingSet set = samples.workload().open(samples, err);
+        TrainingSet set;
+        try {
+            set =
+                    samples.workload()
+                            .open(samples.forWorkers(plan.fastWorkers + plan.slowWorkers), err);
+        } catch (IllegalArgumentException e) {
+            // A --dataset that does not load: the option's problem, in its one line.
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
         Path run = plan.runDir;
         try {
             OutputPaths.createRunDir(run);

@@ -203,7 +203,13 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
         if (p.isDone()) {
             timeout.finished(System.nanoTime() - start);
             fast.inc();
-            emit(new PreparedSample(task, SamplePath.FAST, cpu, p.result(), nextDevice(task)));
+            emit(
+                    new PreparedSample(
+                            task,
+                            SamplePath.FAST,
+                            cpu + p.outsideCpuNanos(),
+                            p.result(),
+                            nextDevice(task)));
         } else {
             timeout.cutOff();
             slow.inc();

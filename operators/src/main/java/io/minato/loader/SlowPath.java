@@ -136,6 +136,12 @@ public class SlowPath extends PreparingOperator<UnfinishedSample> {
         }
         workload.checkUnchanged(task.caseIndex());
         finished.inc();
-        emit(new PreparedSample(task, SamplePath.SLOW, cpu, p.result(), nextDevice(task)));
+        emit(
+                new PreparedSample(
+                        task,
+                        SamplePath.SLOW,
+                        cpu + p.outsideCpuNanos(),
+                        p.result(),
+                        nextDevice(task)));
     }
 }

@@ -13,6 +13,11 @@ import java.util.Arrays;
  * patch), or a class index ({@link #ofClass}: image classification, four bytes, little-endian
  * int32, the layout a trainer hands to its engine as it is). Which one a workload makes is its own
  * business; the loader moves and recycles both alike.
+ *
+ * <p>A third form holds no arrays at all: a {@link SharedSample} ({@link #shared}), the handle of a
+ * sample of any structure that a process outside the JVM wrote into shared memory (the Python
+ * workload). The loader moves its handle as it moves a patch; only a trainer outside the JVM can
+ * train on it, so {@link #shape}, {@link #image} and {@link #label} refuse it.
  */
 public final class Patch {
     /** Bytes {@link #writeTo} writes before the arrays: the shape and the target's length. */
@@ -21,9 +26,30 @@ public final class Patch {
     /** Bytes of a class-index target. */
     public static final int CLASS_BYTES = Integer.BYTES;
 
+    /** What {@link #writeTo} writes first for a {@link SharedSample}: no shape is negative. */
+    private static final int SHARED_MARK = -1;
+
     private final Shape3 shape;
     private final float[] image;
     private final byte[] label;
+    private final SharedSample shared;
+
+    private Patch(SharedSample shared) {
+        this.shape = null;
+        this.image = null;
+        this.label = null;
+        this.shared = shared;
+    }
+
+    /** A sample whose bytes are in shared memory, outside the JVM. */
+    public static Patch shared(SharedSample sample) {
+        return new Patch(java.util.Objects.requireNonNull(sample, "sample"));
+    }
+
+    /** The handle of a sample in shared memory; null for a patch of arrays. */
+    public SharedSample sharedSample() {
+        return shared;
+    }
 
     public Patch(Shape3 shape, float[] image, byte[] label) {
         if (image.length != shape.voxels()) {
@@ -36,6 +62,17 @@ public final class Patch {
         this.shape = shape;
         this.image = image;
         this.label = label;
+        this.shared = null;
+    }
+
+    /** A deep copy (transforms and trainers write into the arrays); a shared sample is itself. */
+    public Patch copy() {
+        return shared != null ? this : new Patch(shape, image.clone(), label.clone());
+    }
+
+    private IllegalStateException noArrays() {
+        return new IllegalStateException(
+                "sample " + shared.file() + " is in shared memory: it has no arrays in the JVM");
     }
 
     /** A sample whose target is one class index. */
@@ -46,27 +83,36 @@ public final class Patch {
     }
 
     public Shape3 shape() {
+        if (shared != null) {
+            throw noArrays();
+        }
         return shape;
     }
 
     /** The input values; transforms update them in place. */
     public float[] image() {
+        if (shared != null) {
+            throw noArrays();
+        }
         return image;
     }
 
     /** The target's bytes; transforms update them in place. */
     public byte[] label() {
+        if (shared != null) {
+            throw noArrays();
+        }
         return label;
     }
 
     /** Whether the target holds one class per input element (a segmentation label). */
     public boolean denseLabel() {
-        return label.length == shape.voxels();
+        return shared == null && label.length == shape.voxels();
     }
 
     /** The class index of a classification target. */
     public int classIndex() {
-        if (label.length != CLASS_BYTES || denseLabel()) {
+        if (shared != null || label.length != CLASS_BYTES || denseLabel()) {
             throw new IllegalStateException("the patch's target is not a class index");
         }
         return (label[0] & 0xFF)
@@ -77,7 +123,7 @@ public final class Patch {
 
     /** Sets a classification target (the arrays may be recycled ones). */
     public void setClassIndex(int cls) {
-        if (label.length != CLASS_BYTES) {
+        if (shared != null || label.length != CLASS_BYTES) {
             throw new IllegalStateException("the patch's target is not a class index");
         }
         label[0] = (byte) cls;
@@ -86,12 +132,15 @@ public final class Patch {
         label[3] = (byte) (cls >>> 24);
     }
 
-    /** Bytes its arrays occupy: float32 input and the target. */
+    /** Bytes its arrays occupy in the JVM: float32 input and the target; 0 for a shared one. */
     public long bytes() {
-        return (long) Float.BYTES * shape.voxels() + label.length;
+        return shared != null ? 0 : (long) Float.BYTES * shape.voxels() + label.length;
     }
 
     public boolean sameContent(Patch other) {
+        if (shared != null || other.shared != null) {
+            return java.util.Objects.equals(shared, other.shared);
+        }
         return shape.equals(other.shape)
                 && Arrays.equals(image, other.image)
                 && Arrays.equals(label, other.label);
@@ -106,9 +155,14 @@ public final class Patch {
 
     /**
      * Writes the shape (three ints), the target's length, the input as little-endian float32 and
-     * the target's bytes.
+     * the target's bytes; for a shared sample, {@link #SHARED_MARK} and its handle.
      */
     public void writeTo(DataOutput out) throws IOException {
+        if (shared != null) {
+            out.writeInt(SHARED_MARK);
+            shared.writeTo(out);
+            return;
+        }
         out.writeInt(shape.d());
         out.writeInt(shape.h());
         out.writeInt(shape.w());
@@ -119,7 +173,7 @@ public final class Patch {
 
     /** Bytes {@link #writeTo} writes. */
     public long serializedBytes() {
-        return HEADER_BYTES + bytes();
+        return shared != null ? Integer.BYTES + shared.toBytes().length : HEADER_BYTES + bytes();
     }
 
     /**
@@ -131,6 +185,12 @@ public final class Patch {
         if (from < 0 || length < 0 || end > serializedBytes()) {
             throw new IllegalArgumentException(
                     "range " + from + "+" + length + " of a patch of " + serializedBytes());
+        }
+        if (shared != null) {
+            ByteBuffer whole = ByteBuffer.allocate((int) serializedBytes());
+            whole.putInt(SHARED_MARK).put(shared.toBytes());
+            out.write(whole.array(), (int) from, length);
+            return;
         }
         long at = from;
         if (at < HEADER_BYTES && at < end) {
@@ -153,7 +213,11 @@ public final class Patch {
 
     /** Reads what {@link #writeTo} wrote, into fresh arrays. */
     public static Patch readFrom(DataInput in) throws IOException {
-        Shape3 shape = readShape(in);
+        int first = in.readInt();
+        if (first == SHARED_MARK) {
+            return new Patch(SharedSample.readFrom(in));
+        }
+        Shape3 shape = readShape(first, in);
         int labelBytes = readLabelLength(in, shape);
         float[] image = new float[(int) shape.voxels()];
         FloatIo.readFully(in, image);
@@ -164,7 +228,25 @@ public final class Patch {
 
     /** Reads a written patch's shape, failing on one no patch can have. */
     public static Shape3 readShape(DataInput in) throws IOException {
-        int d = in.readInt();
+        return readShape(in.readInt(), in);
+    }
+
+    /**
+     * Whether the int a written patch begins with marks a shared sample, whose handle {@link
+     * #readShared} then reads; otherwise it is the first edge of the shape ({@link #readShape(int,
+     * DataInput)}).
+     */
+    public static boolean marksShared(int first) {
+        return first == SHARED_MARK;
+    }
+
+    /** Reads the handle of a shared sample after its mark. */
+    public static Patch readShared(DataInput in) throws IOException {
+        return new Patch(SharedSample.readFrom(in));
+    }
+
+    /** Reads a written patch's shape whose first edge {@code d} was read already. */
+    public static Shape3 readShape(int d, DataInput in) throws IOException {
         int h = in.readInt();
         int w = in.readInt();
         if (d <= 0 || h <= 0 || w <= 0 || (long) d * h * w * Float.BYTES > Integer.MAX_VALUE) {

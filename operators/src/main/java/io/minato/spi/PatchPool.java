@@ -86,8 +86,8 @@ public final class PatchPool {
      * takes them next overwrites them.
      */
     public void give(Patch patch) {
-        if (patch == null) {
-            return;
+        if (patch == null || patch.sharedSample() != null) {
+            return; // a shared sample has no arrays here
         }
         long size = patch.bytes();
         synchronized (this) {

@@ -47,6 +47,14 @@ public interface Steps<S> {
         return null;
     }
 
+    /**
+     * CPU time spent on this sample outside the JVM (a Python worker process), which the loader
+     * adds to what its own threads spent; 0 where everything runs in the JVM.
+     */
+    default long outsideCpuNanos() {
+        return 0;
+    }
+
     /** The prepared sample, once {@link #isDone}. */
     Patch result();
 

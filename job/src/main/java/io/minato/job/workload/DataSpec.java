@@ -20,6 +20,7 @@ import java.util.List;
  * @param cacheDir where remembered per-case results are kept; null: inside the data folder
  * @param cacheMemoryMb the bound on remembered decoded images per JVM; null: a quarter of the heap
  * @param tail the benchmark's heavy tail; null: none
+ * @param python the Python Dataset of {@code --workload python}; null: none given
  */
 public record DataSpec(
         JobWorkload workload,
@@ -31,7 +32,40 @@ public record DataSpec(
         boolean caseCache,
         Path cacheDir,
         Long cacheMemoryMb,
-        RunReport.Tail tail) {
+        RunReport.Tail tail,
+        Python python) {
+
+    /**
+     * {@code --dataset} and {@code --python}: the Dataset and the interpreter of its workers, and
+     * how many worker processes a JVM may keep for it.
+     */
+    public record Python(String dataset, String interpreter, int processes) {
+        /** Worker processes when the run does not say: a few, grown on demand. */
+        public static final int DEFAULT_PROCESSES = 8;
+    }
+
+    /**
+     * These samples, prepared by {@code workers} fast and slow workers in all: a Python Dataset
+     * keeps up to two processes a worker (one still busy with a sample past its deadline).
+     */
+    public DataSpec forWorkers(int workers) {
+        if (python == null) {
+            return this;
+        }
+        Python p = new Python(python.dataset(), python.interpreter(), Math.max(2, 2 * workers));
+        return new DataSpec(
+                workload,
+                data,
+                patchEdge,
+                seed,
+                evalCases,
+                skipBadSamples,
+                caseCache,
+                cacheDir,
+                cacheMemoryMb,
+                tail,
+                p);
+    }
 
     /** Where the demo dataset is generated when no folder is given. */
     public static final Path DEMO_DATA = Path.of("data");

@@ -34,6 +34,14 @@ public interface JobWorkload {
      */
     default void check(DataSpec data) {}
 
+    /**
+     * Whether only a training process outside the job takes its samples ({@code --accelerator
+     * serve}): the DJL trainer does not.
+     */
+    default boolean servedOnly() {
+        return false;
+    }
+
     /** As {@link #check}, for what its network needs when it trains for real (not simulated). */
     default void checkForNetwork(DataSpec data) {}
 

@@ -2,6 +2,7 @@ package io.minato.job.workload;
 
 import io.minato.job.workload.images.ImagesWorkload;
 import io.minato.job.workload.kits19.Kits19Workload;
+import io.minato.job.workload.python.PythonWorkload;
 import java.util.List;
 
 /**
@@ -15,7 +16,7 @@ public final class Workloads {
 
     /** Every workload, in the order {@code --help} lists them. */
     private static final List<JobWorkload> ALL =
-            List.of(new Kits19Workload(), new ImagesWorkload());
+            List.of(new Kits19Workload(), new ImagesWorkload(), new PythonWorkload());
 
     private Workloads() {}
 

@@ -30,7 +30,7 @@ public final class PatchSerializer extends SampleSerializer<Patch> {
     /** A deep copy: transforms and trainers may write into the arrays in place. */
     @Override
     public Patch copy(Patch from) {
-        return new Patch(from.shape(), from.image().clone(), from.label().clone());
+        return from.copy();
     }
 
     @Override
@@ -51,7 +51,12 @@ public final class PatchSerializer extends SampleSerializer<Patch> {
     /** Streams the input and target bytes through without building arrays. */
     @Override
     public void copy(DataInputView in, DataOutputView out) throws IOException {
-        Shape3 shape = Patch.readShape(in);
+        int first = in.readInt();
+        if (Patch.marksShared(first)) {
+            Patch.readShared(in).writeTo(out); // a shared sample's handle: a few hundred bytes
+            return;
+        }
+        Shape3 shape = Patch.readShape(first, in);
         int labelBytes = Patch.readLabelLength(in, shape);
         out.writeInt(shape.d());
         out.writeInt(shape.h());

@@ -2,6 +2,7 @@ package io.minato.sample.serde;
 
 import io.minato.spi.Patch;
 import io.minato.spi.Shape3;
+import io.minato.spi.SharedSample;
 
 /** Flink's serializer contract tests for {@link PatchSerializer}. */
 class PatchSerializerTest extends SampleSerializerTestBase<Patch> {
@@ -13,7 +14,10 @@ class PatchSerializerTest extends SampleSerializerTestBase<Patch> {
                 new Patch[] {
                     SampleFixtures.patch(Shape3.cube(1), 1),
                     SampleFixtures.patch(new Shape3(3, 5, 7), 2),
-                    SampleFixtures.patch(Shape3.cube(40), 3)
+                    SampleFixtures.patch(Shape3.cube(40), 3),
+                    Patch.shared(
+                            new SharedSample(
+                                    "host/boot", "/dev/shm/minato-py-1-1", 4096, "{\"t\":\"int\"}"))
                 });
     }
 }

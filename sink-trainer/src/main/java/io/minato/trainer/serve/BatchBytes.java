@@ -26,6 +26,9 @@ final class BatchBytes {
 
     /** The header fields that describe the batch's arrays, as the client builds its tensors. */
     static Map<String, Object> layout(List<PreparedSample> samples) {
+        if (PythonSampleBatch.holds(samples)) {
+            return PythonSampleBatch.layout(samples);
+        }
         Patch first = samples.get(0).patch();
         Shape3 s = first.shape();
         int n = samples.size();
@@ -117,6 +120,9 @@ final class BatchBytes {
         /** Writes the batch into {@code slot}, growing its file when the batch is larger. */
         void write(int slot, List<PreparedSample> samples) throws IOException {
             long bytes = bytes(samples);
+            if (bytes == 0) {
+                return; // samples in shared memory of their own (PythonSampleBatch)
+            }
             MappedByteBuffer map = maps.get(slot);
             if (map == null || map.capacity() < bytes) {
                 FileChannel ch = channels.get(slot);
