@@ -303,13 +303,18 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
      * a restore. The sample's serialization then finds its patch parked and waits no more. A wait
      * inside the serializer held the task's thread, and every checkpoint's start with it, for up to
      * {@link SampleHandoff#WAIT_NANOS}: a training process that paused longer than that timed
-     * checkpoints out. A wait past it is logged, once per sample.
+     * checkpoints out. A wait past it is logged, once per sample; a cancelled task's interrupt ends
+     * it.
      */
     private void parkInHandoff(PreparedSample sample) throws Exception {
         SampleHandoff handoff = SampleHandoff.jvm();
         long warnAt = System.nanoTime() + SampleHandoff.WAIT_NANOS;
         boolean warned = false;
         while (!handoff.offerWithin(sample.task(), sample.patch(), ROOM_SLICE_MILLIS)) {
+            if (Thread.currentThread().isInterrupted()) {
+                // The task is cancelled (a failover, the job's end): its thread must leave.
+                throw new InterruptedException("cancelled while waiting for the handoff");
+            }
             if (!warned && System.nanoTime() > warnAt) {
                 warned = true;
                 LOG.info(
