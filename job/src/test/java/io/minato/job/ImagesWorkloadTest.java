@@ -322,7 +322,7 @@ class ImagesWorkloadTest {
         return run.err();
     }
 
-    /** The README's Java API example, as written there but small: it builds and trains. */
+    /** docs/workloads.md's Java API example, as written there but small: it builds and trains. */
     @Test
     void shouldRunTheReadmesJavaApiExample() throws Exception {
         Path photos = out.resolve("photos");
