@@ -51,6 +51,9 @@ final class ClusterProcesses {
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions());
         command.add("-Dai.djl.offline=true");
+        // The test JVM's temporary folder (the module's target/), not /tmp: Flink's io.tmp.dirs,
+        // its RPC jar and snappy's library follow it, and a killed process leaves them there.
+        command.add("-Djava.io.tmpdir=" + System.getProperty("java.io.tmpdir"));
         command.addAll(Arrays.asList(properties));
         command.add("-Dlog4j.configurationFile=" + flinkConf().resolve(log4jProperties));
         command.add("-cp");
