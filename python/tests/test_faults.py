@@ -5,6 +5,8 @@ import json
 import os
 import time
 
+import pytest
+
 from minato_flink import launch
 
 CASES = 6  # the dataset fixture's
@@ -19,15 +21,20 @@ def checkpoints(run):
         return {"completed": 0, "failed": 0, "timed_out": 0, "restores": 0}
 
 
-def test_should_checkpoint_throughout_a_pause_three_times_the_checkpoint_timeout(dataset, tmp_path):
+# Who waits for room while the loop pauses: the fast workers (samples prepared within the
+# deadline), or the slow workers (a 1 ms deadline cuts every sample off to the slow path).
+@pytest.mark.parametrize("deadline", [[], ["--timeout", "1"]], ids=["fast-path", "slow-path"])
+def test_should_checkpoint_throughout_a_pause_three_times_the_checkpoint_timeout(
+        dataset, tmp_path, deadline):
     """The loop takes a few batches, then pauses 3 x the 10 s checkpoint timeout (an evaluation
     pass, a long step), then goes on: the job keeps checkpointing at its interval meanwhile, and
-    no checkpoint times out, fails over or restores."""
+    no checkpoint times out, fails over or restores, whichever workers wait meanwhile."""
     run = str(tmp_path / "run")
     timeout_s = 10  # the job's checkpoint timeout at a 300 ms interval: at least 10 s
     seen = []
     with launch(dataset, epochs=20, batch=2, patch=16, run_dir=run,
-                extra_args=["--eval-cases", "0", "--checkpoint-interval", "300"]) as loader:
+                extra_args=["--eval-cases", "0", "--checkpoint-interval", "300", *deadline]
+                ) as loader:
         for epoch in range(loader.epochs):
             for step, batch in enumerate(loader):
                 seen += [tuple(s) for s in batch.samples.tolist()]

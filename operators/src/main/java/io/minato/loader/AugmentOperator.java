@@ -10,7 +10,6 @@ import io.minato.spi.Steps;
 import io.minato.spi.Workload;
 import io.minato.stats.CpuClock;
 import java.util.Arrays;
-import java.util.stream.IntStream;
 import org.apache.flink.api.common.accumulators.AverageAccumulator;
 import org.apache.flink.api.common.accumulators.DoubleMaximum;
 import org.apache.flink.metrics.Counter;
@@ -49,7 +48,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     private transient DoubleMaximum finalTimeoutMs;
     private transient AverageAccumulator activeMean;
     private transient Receivers slowPaths;
-    private transient int[] slowTargets;
+    private transient int nextSlowWorker;
 
     /** A fast worker that prepares whenever it has work, beside one slow worker. */
     public AugmentOperator(Workload<?> workload, TimeoutPolicy timeout, int devices) {
@@ -59,8 +58,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
     /**
      * @param devices how many devices' batchers the samples are dealt to
      * @param slowWorkers the {@link SlowPath}'s parallelism; it takes the {@link #SLOW} output
-     *     pointwise (rescale), so that the fast-to-slow channels grow with the workers, not with
-     *     their square
+     *     through a {@link SlowWorkerPartitioner}, each sample to the slow worker this one chose
      * @param scheduled whether the job's {@link WorkerScheduler} paces this worker
      */
     public AugmentOperator(
@@ -108,21 +106,6 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
         return this;
     }
 
-    /**
-     * The slow workers this fast worker's {@link #SLOW} output may reach over a pointwise edge of
-     * {@code fast} to {@code slow} subtasks: its own index when both are as wide, else its share of
-     * the other side, widened by one on each side (Flink rounds the shares; a superset only means a
-     * sample's state travels as bytes where it could have stayed).
-     */
-    static int[] slowTargets(int subtask, int fast, int slow) {
-        if (fast == slow) {
-            return new int[] {subtask};
-        }
-        int from = (int) ((long) subtask * slow / fast) - 1;
-        int to = (int) (((long) subtask + 1) * slow / fast + 1);
-        return IntStream.rangeClosed(Math.max(0, from), Math.min(slow - 1, to)).toArray();
-    }
-
     @Override
     public void open() throws Exception {
         timeout = timeoutSetting.copy();
@@ -145,11 +128,7 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
                         getMetricGroup(),
                         SampleHandoff.SLOW_PATH,
                         slowWorkers);
-        slowTargets =
-                slowTargets(
-                        task.getIndexOfThisSubtask(),
-                        task.getNumberOfParallelSubtasks(),
-                        slowWorkers);
+        nextSlowWorker = task.getIndexOfThisSubtask() % slowWorkers;
         if (paced()) {
             activeMean = new AverageAccumulator();
             getRuntimeContext().addAccumulator(ACTIVE_WORKERS_MEAN, activeMean);
@@ -213,21 +192,33 @@ public class AugmentOperator extends PreparingOperator<SampleTask> {
         } else {
             timeout.cutOff();
             slow.inc();
-            UnfinishedSample unfinished = new UnfinishedSample(task, p, cpu);
+            int worker = slowWorker();
+            UnfinishedSample unfinished = new UnfinishedSample(task, p, cpu, worker);
             // In place for a slow worker in this TaskManager; as the state's bytes otherwise.
             output.collect(
-                    SLOW, new StreamRecord<>(slowPathsHere() ? unfinished : unfinished.detached()));
+                    SLOW,
+                    new StreamRecord<>(
+                            slowPaths.here(worker) ? unfinished : unfinished.detached()));
         }
     }
 
-    /** Whether every slow worker this one's side output may reach runs in this TaskManager. */
-    private boolean slowPathsHere() {
-        for (int target : slowTargets) {
-            if (!slowPaths.here(target)) {
-                return false;
+    /**
+     * The slow worker for the next sample cut off here: the slow workers in this TaskManager in
+     * turn, starting from this worker's own index, so that the fast workers spread their stragglers
+     * over them; every slow worker in turn when none runs here.
+     */
+    private int slowWorker() {
+        int first = nextSlowWorker;
+        int worker = first;
+        for (int i = 0; i < slowWorkers; i++) {
+            int candidate = (first + i) % slowWorkers;
+            if (slowPaths.here(candidate)) {
+                worker = candidate;
+                break;
             }
         }
-        return true;
+        nextSlowWorker = (worker + 1) % slowWorkers;
+        return worker;
     }
 
     @Override

@@ -17,9 +17,17 @@ import org.apache.flink.api.common.typeinfo.TypeInfo;
  * process or was copied, which the slow worker reads with its workload's transforms; or neither,
  * when the state was lost on the way (a replay after a restore) and the sample starts over with the
  * same result.
+ *
+ * <p>{@code slowWorker} is the slow worker its fast worker sent it to (the edge's partitioner reads
+ * it before the record is serialized); it does not travel, and reads back as {@link
+ * #ANY_SLOW_WORKER}.
  */
 @TypeInfo(SampleTypes.UnfinishedSampleFactory.class)
-public record UnfinishedSample(SampleTask task, Steps<?> steps, byte[] state, long prepCpuNanos) {
+public record UnfinishedSample(
+        SampleTask task, Steps<?> steps, byte[] state, long prepCpuNanos, int slowWorker) {
+
+    /** The slow worker of a sample read back from bytes, or not routed yet. */
+    public static final int ANY_SLOW_WORKER = -1;
 
     public UnfinishedSample {
         if (steps != null && state != null) {
@@ -27,18 +35,22 @@ public record UnfinishedSample(SampleTask task, Steps<?> steps, byte[] state, lo
         }
     }
 
-    /** A sample cut off in this JVM, its preparation in hand. */
-    public UnfinishedSample(SampleTask task, Steps<?> steps, long prepCpuNanos) {
-        this(task, steps, null, prepCpuNanos);
+    /**
+     * A sample cut off in this JVM, its preparation in hand, for slow worker {@code slowWorker}.
+     */
+    public UnfinishedSample(SampleTask task, Steps<?> steps, long prepCpuNanos, int slowWorker) {
+        this(task, steps, null, prepCpuNanos, slowWorker);
+    }
+
+    /** A sample resuming from {@code state} (or from its start, when null), not routed. */
+    public UnfinishedSample(SampleTask task, byte[] state, long prepCpuNanos) {
+        this(task, null, state, prepCpuNanos, ANY_SLOW_WORKER);
     }
 
     /** The same sample resuming from bytes: a deep copy that shares nothing with this one. */
     public UnfinishedSample detached() {
-        if (steps == null) {
-            return new UnfinishedSample(
-                    task, null, state == null ? null : state.clone(), prepCpuNanos);
-        }
-        return new UnfinishedSample(task, null, bytesOf(steps), prepCpuNanos);
+        byte[] bytes = steps == null ? (state == null ? null : state.clone()) : bytesOf(steps);
+        return new UnfinishedSample(task, null, bytes, prepCpuNanos, slowWorker);
     }
 
     /** The bytes of a preparation's state. */

@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Set;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.plugable.SerializationDelegate;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
@@ -58,27 +59,44 @@ class LoaderOperatorsTest {
     }
 
     /**
-     * A fast worker's unfinished samples may stay in place only if every slow worker its pointwise
-     * side output can reach is in its TaskManager: the set covers Flink's share on both sides.
+     * With no slow worker in its TaskManager (a harness registers none), a fast worker sends its
+     * cut-off samples to every slow worker in turn, from its own index on, as their state's bytes;
+     * the edge's partitioner takes each to the worker it names.
      */
     @Test
-    void shouldCountEverySlowWorkerAFastWorkerCanReach() {
-        assertThat(AugmentOperator.slowTargets(2, 4, 4)).containsExactly(2);
-        // 4 fast into 2 slow: fast 0-1 feed slow 0, fast 2-3 feed slow 1.
-        assertThat(AugmentOperator.slowTargets(1, 4, 2)).contains(0);
-        assertThat(AugmentOperator.slowTargets(3, 4, 2)).contains(1);
-        // 2 fast into 4 slow: fast 1 feeds slow 2 and 3.
-        assertThat(AugmentOperator.slowTargets(1, 2, 4)).contains(2, 3);
-        for (int fast = 1; fast <= 9; fast++) {
-            for (int slow = 1; slow <= 9; slow++) {
-                for (int i = 0; i < fast; i++) {
-                    int[] targets = AugmentOperator.slowTargets(i, fast, slow);
-                    assertThat(targets).isNotEmpty();
-                    assertThat(targets[0]).isNotNegative();
-                    assertThat(targets[targets.length - 1]).isLessThan(slow);
-                }
+    void shouldSendCutOffSamplesToEverySlowWorkerInTurnFromItsOwnIndex() throws Exception {
+        AugmentOperator worker =
+                new AugmentOperator(
+                        cases.workload(CONFIG), TimeoutPolicy.parse("0.000001"), 1, 3, false);
+        List<UnfinishedSample> cut = new ArrayList<>();
+        try (var h = new OneInputStreamOperatorTestHarness<>(worker, 2, 2, 1)) {
+            h.open();
+            for (int i = 0; i < 5; i++) {
+                h.processElement(new SampleTask(7, 1, i, i % 3), i);
+            }
+            for (StreamRecord<UnfinishedSample> r : h.getSideOutput(AugmentOperator.SLOW)) {
+                cut.add(r.getValue());
             }
         }
+        assertThat(cut).extracting(UnfinishedSample::slowWorker).containsExactly(1, 2, 0, 1, 2);
+        assertThat(cut).allMatch(u -> u.steps() == null && u.state() != null);
+
+        SlowWorkerPartitioner edge = new SlowWorkerPartitioner();
+        edge.setup(3);
+        var delegate = new SerializationDelegate<StreamRecord<UnfinishedSample>>(null);
+        for (UnfinishedSample u : cut) {
+            delegate.setInstance(new StreamRecord<>(u));
+            assertThat(edge.selectChannel(delegate)).isEqualTo(u.slowWorker());
+        }
+        assertThat(edge.isPointwise()).isFalse();
+        assertThat(edge.isSupportsUnalignedCheckpoint()).isTrue();
+        UnfinishedSample u = cut.get(0);
+        delegate.setInstance(
+                new StreamRecord<>(
+                        new UnfinishedSample(u.task(), null, u.state(), u.prepCpuNanos(), 5)));
+        assertThatThrownBy(() -> edge.selectChannel(delegate))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("slow worker 5, not one of the job's 3");
     }
 
     @Test

@@ -9,6 +9,7 @@ import io.minato.loader.InOrderLoader;
 import io.minato.loader.SampleChunks;
 import io.minato.loader.SampleSource;
 import io.minato.loader.SlowPath;
+import io.minato.loader.SlowWorkerPartitioner;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.loader.WorkerScheduler;
 import io.minato.loader.pacing.LastFailure;
@@ -17,6 +18,7 @@ import io.minato.loader.pacing.WithCoordinator;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
+import io.minato.sample.UnfinishedSample;
 import io.minato.sample.serde.SampleTypes;
 import io.minato.spi.BatchSink;
 import io.minato.spi.Workload;
@@ -30,6 +32,7 @@ import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraphGenerator;
 import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.transformations.PartitionTransformation;
 
 /**
  * The loader's dataflow, top to bottom, on a given environment and into a given sink of batches
@@ -37,7 +40,7 @@ import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
  *
  * <pre>
  * SampleSource (p=F) => AugmentOperator (fast, p=F) --main--> union -> keyBy(device dealt to it)
- *                              |--side "slow", rescale--> SlowPath (p=S) -^  -> BatchAssembler (p=G)
+ *                              |--side "slow", own TM---> SlowPath (p=S) -^  -> BatchAssembler (p=G)
  *                                                                     -> the sink (p=G)
  * </pre>
  *
@@ -160,27 +163,30 @@ public final class LoaderJob {
     }
 
     /**
-     * Network buffers a job of these settings needs if all of it runs in one TaskManager (the
-     * embedded run), by Flink's rule for a streaming task: an input gate takes 2 buffers per
-     * channel and 8 floating ones, an output one per subpartition and one more. The fast and slow
-     * workers each feed every device's batcher (F x G and S x G channels) and the slow workers
-     * pointwise (about one channel each), so the count grows linearly with the workers for a given
-     * number of devices.
+     * Network buffers a job of these settings needs in one TaskManager (the embedded run), by
+     * Flink's rule for a streaming task whose channels are all local: an input gate's floating pool
+     * takes up to {@link #FLOATING_PER_GATE} (a local channel has no exclusive buffers, a remote
+     * one would take 2 more), an output one per subpartition and one more. The fast and slow
+     * workers each feed every device's batcher, and every fast worker may feed every slow worker
+     * (all-to-all, see {@link SlowWorkerPartitioner}): the fast workers' F x S subpartitions are
+     * most of a wide job's count.
      */
     public static long networkBuffers(Loader loader, int fast, int slow, int devices) {
         long g = devices;
+        long floating = FLOATING_PER_GATE;
         if (loader != Loader.minato) {
-            return (g + 1) + g * (2 + 8); // one loader, one channel to each trainer
+            return (g + 1) + g * floating; // one loader, one channel to each trainer
         }
         long f = fast;
         long w = slow;
-        long slowPerFast = (w + f - 1) / f; // a pointwise edge's channels on each side
-        long fastPerSlow = (f + w - 1) / w;
-        long fastTasks = f * ((g + 1) + (slowPerFast + 1));
-        long slowTasks = w * ((2 * fastPerSlow + 8) + (g + 1));
-        long batchers = g * ((2 * f + 8) + (2 * w + 8));
+        long fastTasks = f * ((g + 1) + (w + 1));
+        long slowTasks = w * (floating + (g + 1));
+        long batchers = g * 2 * floating; // a gate for the fast samples, one for the slow
         return fastTasks + slowTasks + batchers;
     }
+
+    /** Flink's floating buffers per input gate ({@code floating-buffers-per-gate}). */
+    static final int FLOATING_PER_GATE = 8;
 
     private final Settings settings;
     private final BatchSink sink;
@@ -450,11 +456,15 @@ public final class LoaderJob {
                         .uid("augment")
                         .setParallelism(s.fastWorkers())
                         .setBufferTimeout(HANDOFF_FLUSH_MS);
+        DataStream<UnfinishedSample> cutOff = fast.getSideOutput(AugmentOperator.SLOW);
         DataStream<PreparedSample> slow =
-                fast.getSideOutput(AugmentOperator.SLOW)
-                        // Pointwise: each fast worker feeds its own slow worker(s), usually in
-                        // the same slot, so the channels grow with the workers, not their square.
-                        .rescale()
+                // Each cut-off sample to the slow worker its fast worker chose, one in its own
+                // TaskManager where there is one; all-to-all, since unaligned barriers did not
+                // reach a waiting slow worker over a pointwise edge (see SlowWorkerPartitioner).
+                new DataStream<>(
+                                cutOff.getExecutionEnvironment(),
+                                new PartitionTransformation<>(
+                                        cutOff.getTransformation(), new SlowWorkerPartitioner()))
                         .transform(
                                 "SlowPath",
                                 SampleTypes.PREPARED_SAMPLE,

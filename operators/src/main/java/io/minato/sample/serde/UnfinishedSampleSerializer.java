@@ -34,7 +34,7 @@ public final class UnfinishedSampleSerializer extends SampleSerializer<Unfinishe
 
     @Override
     public UnfinishedSample createInstance() {
-        return new UnfinishedSample(TASK.createInstance(), null, null, 0);
+        return new UnfinishedSample(TASK.createInstance(), null, 0);
     }
 
     /**
@@ -79,11 +79,14 @@ public final class UnfinishedSampleSerializer extends SampleSerializer<Unfinishe
         long prepCpuNanos = in.readLong();
         int form = in.readUnsignedByte();
         return switch (form) {
-            case INLINE -> new UnfinishedSample(task, null, readState(in), prepCpuNanos);
+            case INLINE -> new UnfinishedSample(task, readState(in), prepCpuNanos);
             case HANDED_OFF ->
                     new UnfinishedSample(
-                            task, SampleHandoff.jvm().takeUnfinished(task), null, prepCpuNanos);
-            case START_OVER -> new UnfinishedSample(task, null, null, prepCpuNanos);
+                            task,
+                            SampleHandoff.jvm().takeUnfinished(task),
+                            prepCpuNanos,
+                            UnfinishedSample.ANY_SLOW_WORKER);
+            case START_OVER -> new UnfinishedSample(task, null, prepCpuNanos);
             default -> throw new IOException("unknown unfinished sample form " + form);
         };
     }

@@ -93,7 +93,7 @@ class NoKryoPipelineTest {
                 Preparation p = Preparation.start(task.key());
                 p.advance(v, SampleFixtures.CONFIG);
                 p.advance(v, SampleFixtures.CONFIG);
-                ctx.output(SLOW, new UnfinishedSample(task, p, 1));
+                ctx.output(SLOW, new UnfinishedSample(task, p, 1, 0));
             }
         }
     }

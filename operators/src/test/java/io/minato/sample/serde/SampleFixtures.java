@@ -95,7 +95,11 @@ final class SampleFixtures {
     }
 
     static UnfinishedSample unfinished(long index, Preparation.Step stop) {
-        return new UnfinishedSample(task(index), preparationAt(index, stop), 5_000L + index);
+        return new UnfinishedSample(
+                task(index),
+                preparationAt(index, stop),
+                5_000L + index,
+                UnfinishedSample.ANY_SLOW_WORKER);
     }
 
     /** Where the slow path resumes an unfinished sample, as it does: steps, state, or the start. */
