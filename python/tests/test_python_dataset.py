@@ -110,6 +110,9 @@ def test_should_stop_in_one_line_naming_the_sample_whose_getitem_raised(tmp_path
     assert "\n" not in message
     assert "sample 3 (/data/item_003.bin): __getitem__ raised ValueError: cannot decode item 3" \
         in message
+    # At once: a restart would prepare the same sample and meet the same error.
+    log = (tmp_path / "run" / "minato.log").read_text()
+    assert "restarts from its start" not in log and "restarts from checkpoint" not in log
 
 
 def test_should_quarantine_a_raising_sample_under_skip_and_list_it(tmp_path):

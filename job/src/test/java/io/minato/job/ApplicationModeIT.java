@@ -20,27 +20,11 @@ import org.junit.jupiter.api.io.TempDir;
  * application SUCCEEDED.
  */
 class ApplicationModeIT {
-    @Test
-    void shouldTrainAndReportWhenTheJobManagerRunsMain(@TempDir Path tmp) throws Exception {
-        Path run = tmp.resolve("run");
-        Path report = tmp.resolve("report.json");
-        runApplication(
-                tmp,
-                List.of("--accelerator", "simulated:10", "--run-dir", run.toString()),
-                report,
-                List.of(),
-                List.of(),
-                Map.of());
-        // 4 training cases x 2 epochs, every one once, in the report the job wrote itself.
-        assertThat(report).content().contains("\"delivered\": 8", "\"dice\": null");
-        assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 8);
-        assertThat(run.resolve(RunArgs.FINISHED)).exists();
-    }
-
     /**
      * Two TaskManagers, each its own JVM, of two slots: the trainer's slot apart from the two
      * preparation slots, so that at least one worker prepares in the other TaskManager and its
-     * samples cross as bytes; every (epoch, index) is still trained once and none twice.
+     * samples cross as bytes; every (epoch, index) is still trained once and none twice, in the
+     * report and trace the job wrote itself, and the run is marked finished.
      */
     @Test
     void shouldTrainEverySampleOnceWithPreparationInAnotherTaskManager(@TempDir Path tmp)
@@ -64,7 +48,10 @@ class ApplicationModeIT {
                 Map.of(),
                 2,
                 List.of());
-        assertThat(report).content().contains("\"delivered\": 8");
+        // 4 training cases x 2 epochs, every one once.
+        assertThat(report).content().contains("\"delivered\": 8", "\"dice\": null");
+        assertThat(Files.readAllLines(run.resolve("trace.csv"))).hasSize(1 + 8);
+        assertThat(run.resolve(RunArgs.FINISHED)).exists();
         assertThat(distinctSamples(run)).isEqualTo(8);
         @SuppressWarnings("unchecked")
         Map<String, Object> workers =

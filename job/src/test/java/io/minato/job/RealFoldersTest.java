@@ -67,11 +67,7 @@ class RealFoldersTest {
                                 "--workers",
                                 "2",
                                 "--on-bad-sample",
-                                onBad,
-                                // Bad input fails every attempt alike: the default's ten
-                                // restarts would only make these runs slower.
-                                "--restart-attempts",
-                                "3"));
+                                onBad));
         args.addAll(List.of(options));
         args.addAll(
                 MainTest.quietRun(

@@ -2,14 +2,19 @@ package io.minato.npy;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import org.apache.flink.runtime.throwable.ThrowableAnnotation;
+import org.apache.flink.runtime.throwable.ThrowableType;
 
 /**
  * A {@code .npy} file that cannot be read; the message is one line: {@code <file>: <problem>[;
- * <what to do>]}.
+ * <what to do>]}. A job that meets one fails at once, without Flink's restarts, as on {@link
+ * io.minato.data.BadInputException}.
  */
+@ThrowableAnnotation(ThrowableType.NonRecoverableError)
 public class NpyFormatException extends IOException {
+    private static final long serialVersionUID = 1L;
 
-    private final Path file;
+    private final String file; // a Path does not serialize
 
     public NpyFormatException(Path file, String problem) {
         this(file, problem, null);
@@ -17,12 +22,12 @@ public class NpyFormatException extends IOException {
 
     public NpyFormatException(Path file, String problem, String hint) {
         super(oneLine(file + ": " + problem + (hint == null ? "" : "; " + hint)));
-        this.file = file;
+        this.file = file.toString();
     }
 
     /** The file that was refused. */
     public Path file() {
-        return file;
+        return Path.of(file);
     }
 
     /**
