@@ -5,7 +5,6 @@ data."""
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 
@@ -23,7 +22,8 @@ def add_common_options(ap, workers_help):
     ap.add_argument("--step-ms", type=float, help="a sleep of MS ms instead of the model's step")
     ap.add_argument("--device", choices=("cpu", "cuda"),
                     default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--run-dir", help="the job's run directory (minato; default: a new temporary one)")
+    ap.add_argument("--run-dir", help="the job's run directory (minato; default: runs/<time> in"
+                                      " the working directory)")
     ap.add_argument("--report", help="write the report JSON here")
     ap.add_argument("--trace", help="write the trace CSV here (epoch,index,case,device,step,path)")
 
@@ -174,7 +174,8 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields, evaluate=No
     launched = time.perf_counter()
     if a.loader == "minato":
         if a.run_dir is None:
-            a.run_dir = os.path.join(tempfile.mkdtemp(prefix="minato-"), "run")
+            # runs/<time> in the working directory, as the job names its own runs
+            a.run_dir = os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
         batches = minato_batches(a, ranks, holder, *minato_data)
         next(batches)  # the job started (a JVM and its MiniCluster): not the loader's time
     else:

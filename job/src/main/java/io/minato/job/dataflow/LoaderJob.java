@@ -166,21 +166,23 @@ public final class LoaderJob {
      * Network buffers a job of these settings needs in one TaskManager (the embedded run), by
      * Flink's rule for a streaming task whose channels are all local: an input gate's floating pool
      * takes up to {@link #FLOATING_PER_GATE} (a local channel has no exclusive buffers, a remote
-     * one would take 2 more), an output one per subpartition and one more. The fast and slow
-     * workers each feed every device's batcher, and every fast worker may feed every slow worker
-     * (all-to-all, see {@link SlowWorkerPartitioner}): the fast workers' F x S subpartitions are
-     * most of a wide job's count.
+     * one would take 2 more); an output takes one per subpartition and one more at least, 2 per
+     * subpartition and 8 more at most. The workers' outputs to the batchers get their most, so that
+     * the workers run ahead while a batcher is busy; the fast workers' output to every slow worker
+     * (all-to-all, see {@link SlowWorkerPartitioner}; small records, in place) its least: its F x S
+     * subpartitions are most of a wide job's count.
      */
     public static long networkBuffers(Loader loader, int fast, int slow, int devices) {
         long g = devices;
         long floating = FLOATING_PER_GATE;
+        long toBatchers = 2 * g + floating;
         if (loader != Loader.minato) {
-            return (g + 1) + g * floating; // one loader, one channel to each trainer
+            return toBatchers + g * floating; // one loader, one channel to each trainer
         }
         long f = fast;
         long w = slow;
-        long fastTasks = f * ((g + 1) + (w + 1));
-        long slowTasks = w * (floating + (g + 1));
+        long fastTasks = f * (toBatchers + (w + 1));
+        long slowTasks = w * (floating + toBatchers);
         long batchers = g * 2 * floating; // a gate for the fast samples, one for the slow
         return fastTasks + slowTasks + batchers;
     }
