@@ -175,7 +175,7 @@ def train(a, ranks, torch_batches, minato_data, step, report_fields, evaluate=No
     if a.loader == "minato":
         if a.run_dir is None:
             # runs/<time> in the working directory, as the job names its own runs
-            a.run_dir = os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
+            a.run_dir = os.path.abspath(os.path.join("runs", time.strftime("%Y%m%d-%H%M%S")))
         batches = minato_batches(a, ranks, holder, *minato_data)
         next(batches)  # the job started (a JVM and its MiniCluster): not the loader's time
     else:
