@@ -43,6 +43,13 @@ def seed_generators(seed: int, epoch: int, index: int) -> None:
         torch.manual_seed(s)
 
 
+def one_thread() -> None:
+    """Sets torch to one thread in this process, as DataLoader's workers do: W workers of
+    `cores` threads each would oversubscribe the host's cores."""
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 class UnsupportedSample(TypeError):
     """What `__getitem__` returned holds a value the job cannot carry."""
 

@@ -113,6 +113,26 @@ class Sleeps(Dataset):
         return torch.full((4,), float(index))
 
 
+class Loads(Dataset):
+    """Counts its loads (a line in `marks` each time a process unpickles it) and returns the pid
+    and torch thread count of the process that prepared each sample, after sleeping `sleep_s`."""
+
+    def __init__(self, marks: str, n: int = 16, sleep_s: float = 0.05):
+        self.marks, self.n, self.sleep_s = marks, n, sleep_s
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        with open(self.marks, "a") as f:
+            f.write(f"{os.getpid()}\n")
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> Tuple[int, int, int]:
+        time.sleep(self.sleep_s)
+        return index, os.getpid(), torch.get_num_threads()
+
+
 def make_volumes() -> Volumes:
     """What --dataset tests.datasets:make_volumes names."""
     return Volumes(6)

@@ -42,6 +42,25 @@ def test_should_collate_numpy_volumes_and_trace_every_epoch_and_index_once(tmp_p
     assert traced(trace) == [(e, i) for e in range(2) for i in range(10)]
 
 
+def test_should_load_the_dataset_once_and_fork_its_workers_with_one_torch_thread(tmp_path):
+    marks = tmp_path / "loads"
+    processes, threads, seen = set(), set(), []
+    with launch(dataset=datasets.Loads(str(marks), 24), epochs=1, batch_size=4, workers=3,
+                run_dir=str(tmp_path / "run")) as loader:
+        for index, pid, n in loader:
+            seen += index.tolist()
+            processes.update(pid.tolist())
+            threads.update(n.tolist())
+    assert sorted(seen) == list(range(24))
+    assert len(processes) >= 2  # several workers prepared
+    assert threads == {1}
+    # Unpickled twice, whatever the workers: by the job's first look at it and by the fork
+    # server; its workers are forked from the server, the dataset already loaded.
+    loads = marks.read_text().split()
+    assert len(loads) == 2, loads
+    assert not processes & {int(p) for p in loads}
+
+
 def records(tmp_path, name, seed):
     seen = []
     with launch(dataset=datasets.Records(9), epochs=2, batch_size=3, seed=seed,
