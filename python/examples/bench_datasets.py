@@ -38,3 +38,40 @@ class CpuDataset(Dataset):
         while time.thread_time() - start < self.cpu_s:
             volume = np.sqrt(volume * volume + 0.5).astype(np.float32)
         return torch.from_numpy(volume), index
+
+
+class SeededAsTheJob(Dataset):
+    """`dataset` for DataLoader with each sample seeded as the job's Python workers seed theirs:
+    Python's `random`, NumPy's and torch's generators from (seed, epoch, index) before
+    `__getitem__`, so that both loaders prepare the same samples at the same cost (a random crop's
+    cost varies tenfold between samples). Indexed by epoch * len + index, as `EpochSampler`
+    yields them."""
+
+    def __init__(self, dataset: Dataset, seed: int):
+        self.dataset, self.seed, self.n = dataset, seed, len(dataset)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, key: int):
+        from minato_flink.samples import seed_generators
+
+        epoch, index = divmod(key, self.n)
+        seed_generators(self.seed, epoch, index)
+        return self.dataset[index]
+
+
+class EpochSampler(torch.utils.data.Sampler):
+    """Each epoch's indices shuffled, as epoch * n + index for `SeededAsTheJob`."""
+
+    def __init__(self, n: int, seed: int):
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        keys = [self.epoch * self.n + int(i) for i in order]
+        self.epoch += 1
+        return iter(keys)

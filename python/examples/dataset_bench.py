@@ -1,16 +1,23 @@
 """Samples per second of one Dataset fed by the job's Python workers or by PyTorch's DataLoader.
 
-    python3 python/examples/dataset_bench.py --loader minato|torch --dataset sleep|cpu \\
-        [--workers W] [--samples N] [--batch B] [--epochs E] [--sleep-ms MS] [--cpu-ms MS]
+    python3 python/examples/dataset_bench.py --loader minato|torch --dataset sleep|cpu|kits \\
+        [--workers W] [--samples N] [--batch B] [--epochs E] [--sleep-ms MS] [--cpu-ms MS] \\
+        [--data DIR --patch P --tail P,K] [--step-ms MS]
 
 sleep: each __getitem__ waits MS ms (a read from remote storage); cpu: each computes for about
-MS ms of one core. Prints one JSON line: the loader, the workers, the samples and the samples/s
-from the first batch to the last (the job's start-up and DataLoader's worker start are left out).
+MS ms of one core; kits: MLPerf's KiTS19 training Dataset of the 3D-UNet example over the case
+pairs in DIR (kits_dataset.py), with its heavy tail inside __getitem__ where --tail is given.
+--step-ms: the loop sleeps MS ms a batch, as a training step would. DataLoader prepares the same
+samples as the job: each seeded from (--seed, epoch, index) as the job's workers seed theirs. Prints one JSON line: the
+loader, the workers, the samples, the samples/s from the first batch to the last (the job's
+start-up and DataLoader's worker start are left out) and, with a step, wall/bound (the bound:
+the steps alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -23,32 +30,55 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 # In a module of their own: the job's workers unpickle them by name (a class of this script's
 # __main__ would take cloudpickle).
-from bench_datasets import CpuDataset, SleepDataset  # noqa: E402
+from bench_datasets import CpuDataset, EpochSampler, SeededAsTheJob, SleepDataset  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--loader", choices=["minato", "torch"], required=True)
-    p.add_argument("--dataset", choices=["sleep", "cpu"], required=True)
+    p.add_argument("--dataset", choices=["sleep", "cpu", "kits"], required=True)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--samples", type=int, default=320)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--sleep-ms", type=float, default=50)
     p.add_argument("--cpu-ms", type=float, default=20)
+    p.add_argument("--data", help="kits: a folder of case_*_x.npy / case_*_y.npy pairs")
+    p.add_argument("--patch", type=int, default=128)
+    p.add_argument("--tail", help="kits: P,K, a fraction P of samples costs about K times more")
+    p.add_argument("--step-ms", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=7)
     a = p.parse_args()
-    ds = (SleepDataset(a.samples, a.sleep_ms) if a.dataset == "sleep"
-          else CpuDataset(a.samples, a.cpu_ms))
+    if a.dataset == "kits":
+        if not a.data:
+            p.error("--dataset kits takes --data DIR")
+        from kits_dataset import KitsTrain
+
+        xs = sorted(glob.glob(os.path.join(a.data, "case_*_x.npy")))
+        ys = sorted(glob.glob(os.path.join(a.data, "case_*_y.npy")))
+        if not xs or len(xs) != len(ys):
+            p.error(f"--data {a.data}: no case_*_x.npy / case_*_y.npy pairs")
+        tail = None
+        if a.tail:
+            share, k = a.tail.split(",")
+            tail = (float(share), int(k))
+        ds = KitsTrain(xs, ys, a.patch, tail)
+    else:
+        ds = (SleepDataset(a.samples, a.sleep_ms) if a.dataset == "sleep"
+              else CpuDataset(a.samples, a.cpu_ms))
     if a.loader == "torch":
-        loader = DataLoader(ds, batch_size=a.batch, shuffle=True, num_workers=a.workers,
+        # The same samples as the job prepares: each seeded from (seed, epoch, index).
+        loader = DataLoader(SeededAsTheJob(ds, a.seed), batch_size=a.batch,
+                            sampler=EpochSampler(len(ds), a.seed), num_workers=a.workers,
                             persistent_workers=a.workers > 0)
         passes, close = (lambda: loader), (lambda: None)
     else:
         from minato_flink import launch
 
-        loader = launch(dataset=ds, epochs=a.epochs, batch_size=a.batch, workers=a.workers)
+        loader = launch(dataset=ds, epochs=a.epochs, batch_size=a.batch, workers=a.workers,
+                        seed=a.seed)
         passes, close = (lambda: loader), loader.close
-    first, seen, cpu0 = None, 0, time.process_time()
+    first, seen, cpu0, steps = None, 0, time.process_time(), 0
     for _ in range(a.epochs):
         for batch in passes():
             n = len(batch[0]) if isinstance(batch, (list, tuple)) else len(batch)
@@ -56,12 +86,17 @@ def main() -> None:
                 first, cpu0 = time.monotonic(), time.process_time()
             else:
                 seen += n
+                steps += 1
+            if a.step_ms:
+                time.sleep(a.step_ms / 1000)
     wall = time.monotonic() - first
     cpu = time.process_time() - cpu0
     close()
     print(json.dumps({"loader": a.loader, "dataset": a.dataset, "workers": a.workers,
                       "samples": seen, "samples_per_s": round(seen / wall, 1),
-                      "training_process_cpu_s": round(cpu, 2)}))
+                      "training_process_cpu_s": round(cpu, 2),
+                      **({"wall_over_bound": round(wall / (steps * a.step_ms / 1000), 3)}
+                         if a.step_ms and steps else {})}))
 
 
 if __name__ == "__main__":

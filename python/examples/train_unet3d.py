@@ -13,7 +13,6 @@ import glob
 import os
 import random
 import sys
-import time
 
 import numpy as np
 import torch
@@ -23,6 +22,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, os.pardir))
 
 import training_loop  # noqa: E402
+from kits_dataset import KitsTrain  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -45,30 +45,6 @@ def parse_args(argv=None):
         except ValueError:
             ap.error(f"--tail must be P,K (e.g. 0.05,50), not {a.tail!r}")
     return a
-
-
-class KitsTrain(torch.utils.data.Dataset):
-    """MLPerf's training set: np.load of the whole case, balanced crop, then the transforms."""
-
-    def __init__(self, xs, ys, patch, tail):
-        from mlperf_transforms import RandBalancedCrop, get_train_transforms  # SciPy
-        self.xs, self.ys, self.tail = xs, ys, tail
-        self.crop = RandBalancedCrop((patch,) * 3, 0.4)
-        self.transforms = get_train_transforms()
-
-    def __len__(self):
-        return len(self.xs)
-
-    def __getitem__(self, idx):
-        c0 = time.thread_time()
-        data = {"image": np.load(self.xs[idx], mmap_mode="r"),
-                "label": np.load(self.ys[idx], mmap_mode="r")}
-        data = self.transforms(self.crop(data))
-        if self.tail is not None and random.random() < self.tail[0]:
-            half = data["image"][:, : data["image"].shape[1] // 2]
-            for _ in range(self.tail[1] - 1):  # the job's tail knob: extra noise, thrown away
-                np.random.normal(0.0, 0.1, size=half.shape).astype(np.float32)
-        return data["image"], data["label"], training_loop.sample_meta(idx, c0)
 
 
 def case_number(path):
