@@ -100,8 +100,21 @@ class Batch(Tuple[torch.Tensor, ...]):
         device: a torch device, or what torch.device takes. non_blocking: copy without waiting
         for the device; from the pinned memory the loader uses where CUDA is, the copies then do
         not block the host."""
-        return Batch((f.to(device, non_blocking=non_blocking) for f in self), samples=self.samples,
-                     cases=self.cases, paths=self.paths, step=self.step)
+        return Batch((f.to(device, non_blocking=non_blocking) if isinstance(f, torch.Tensor) else f
+                      for f in self), samples=self.samples, cases=self.cases, paths=self.paths,
+                     step=self.step)
+
+
+def _identified(batch: SampleBatch) -> Any:
+    """What iterating yields of a Python Dataset's batch: a Batch, with the samples' identities,
+    where the collate made a plain tuple or list (default_collate makes a list of tuple samples'
+    fields; the Batch is a tuple of them); anything else as the collate made it (a dict, a
+    tensor, a namedtuple keep their type)."""
+    c = batch.collated
+    if type(c) in (tuple, list):
+        return Batch(c, samples=batch.samples, cases=batch.cases, paths=batch.paths,
+                     step=batch.step)
+    return c
 
 
 class _Connection:
@@ -312,7 +325,7 @@ class MinatoLoader:
             if batch is None:
                 self._warn_short(epoch, start, end)
                 break
-            yield batch.collated if isinstance(batch, SampleBatch) else batch
+            yield _identified(batch) if isinstance(batch, SampleBatch) else batch
         else:
             if self._steps >= self.run_steps and not self._ended:
                 self._await_end()

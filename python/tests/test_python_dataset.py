@@ -31,15 +31,23 @@ def every_batch(loader):
 
 def test_should_collate_numpy_volumes_and_trace_every_epoch_and_index_once(tmp_path):
     trace = tmp_path / "trace.csv"
-    shapes = set()
+    shapes, identities = set(), []
     with launch(dataset=datasets.Volumes(10), epochs=2, batch_size=4, run_dir=str(tmp_path / "run"),
                 extra_args=["--trace", str(trace)]) as loader:
-        for image, label in every_batch(loader):
+        for batch in every_batch(loader):
+            image, label = batch
             assert image.dtype == torch.float32 and label.dtype == torch.uint8
             shapes.add((tuple(image.shape[1:]), tuple(label.shape[1:])))
+            # A tuple batch says which samples it holds, as the built-in workloads' do.
+            assert batch.samples.shape == (len(image), 2)
+            # cases: the Dataset's index of each sample (its volume is filled with it)
+            assert batch.cases == [str(round(float(x.mean()))) for x in image]
+            assert set(batch.paths) <= {"fast", "slow"}
+            identities += [tuple(s) for s in batch.samples.tolist()]
         assert loader._job.wait(60) == 0
     assert shapes == {((1, 8, 8, 8), (1, 8, 8, 8))}
     assert traced(trace) == [(e, i) for e in range(2) for i in range(10)]
+    assert sorted(identities) == traced(trace)
 
 
 def test_should_load_the_dataset_once_and_fork_its_workers_with_one_torch_thread(tmp_path):
