@@ -8,7 +8,10 @@ sleep: each __getitem__ waits MS ms (a read from remote storage); cpu: each comp
 MS ms of one core; kits: MLPerf's KiTS19 training Dataset of the 3D-UNet example over the case
 pairs in DIR (kits_dataset.py), with its heavy tail inside __getitem__ where --tail is given.
 --step-ms: the loop sleeps MS ms a batch, as a training step would. DataLoader prepares the same
-samples as the job: each seeded from (--seed, epoch, index) as the job's workers seed theirs. Prints one JSON line: the
+samples as the job: each seeded from (--seed, epoch, index) as the job's workers seed theirs.
+--pickle-to FILE writes the Dataset for a job submitted to a cluster (--dataset FILE, on this
+host), and --connect HOST:PORT reads that job's batches (its --epochs and --batch given here
+too). Prints one JSON line: the
 loader, the workers, the samples, the samples/s from the first batch to the last (the job's
 start-up and DataLoader's worker start are left out) and, with a step, wall/bound (the bound:
 the steps alone).
@@ -48,6 +51,12 @@ def main() -> None:
     p.add_argument("--tail", help="kits: P,K, a fraction P of samples costs about K times more")
     p.add_argument("--step-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--pickle-to", metavar="FILE",
+                   help="write the Dataset where a job submitted with --dataset FILE reads it, "
+                        "and stop")
+    p.add_argument("--connect", metavar="HOST:PORT",
+                   help="minato: read the batches of a serving job already running (flink run "
+                        "... train --workload python --dataset FILE) instead of launching one")
     a = p.parse_args()
     if a.dataset == "kits":
         if not a.data:
@@ -66,6 +75,11 @@ def main() -> None:
     else:
         ds = (SleepDataset(a.samples, a.sleep_ms) if a.dataset == "sleep"
               else CpuDataset(a.samples, a.cpu_ms))
+    if a.pickle_to:
+        from minato_flink.worker import pickled_dataset
+
+        pickled_dataset(ds, a.pickle_to)
+        return
     if a.loader == "torch":
         # The same samples as the job prepares: each seeded from (seed, epoch, index).
         loader = DataLoader(SeededAsTheJob(ds, a.seed), batch_size=a.batch,
@@ -73,10 +87,11 @@ def main() -> None:
                             persistent_workers=a.workers > 0)
         passes, close = (lambda: loader), (lambda: None)
     else:
-        from minato_flink import launch
+        from minato_flink import MinatoLoader, launch
 
-        loader = launch(dataset=ds, epochs=a.epochs, batch_size=a.batch, workers=a.workers,
-                        seed=a.seed)
+        loader = (MinatoLoader(a.connect, rank=0, connect_timeout_s=120) if a.connect else
+                  launch(dataset=ds, epochs=a.epochs, batch_size=a.batch, workers=a.workers,
+                         seed=a.seed))
         passes, close = (lambda: loader), loader.close
     first, seen, cpu0, steps = None, 0, time.process_time(), 0
     for _ in range(a.epochs):
