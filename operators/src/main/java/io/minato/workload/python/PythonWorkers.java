@@ -620,15 +620,21 @@ public final class PythonWorkers {
                 throw new IOException(String.valueOf(reply.get("error")));
             }
             long pid = ((Number) reply.get("pid")).longValue();
-            SocketChannel ch = accept(deadline);
+            SocketChannel ch = accept(pid, deadline);
             if (ch == null) {
+                String how;
+                synchronized (this) {
+                    how = exits.remove(pid);
+                }
                 kill(pid);
                 throw new IOException(
-                        "worker "
-                                + pid
-                                + " did not connect in "
-                                + FORK_TIMEOUT_MILLIS / 1000
-                                + " s");
+                        how != null
+                                ? "worker " + pid + " ended before it connected (" + how + ")"
+                                : "worker "
+                                        + pid
+                                        + " did not connect in "
+                                        + FORK_TIMEOUT_MILLIS / 1000
+                                        + " s");
             }
             ch.configureBlocking(true);
             Worker w = new Worker(this, pid, ch);
@@ -649,7 +655,8 @@ public final class PythonWorkers {
             return w;
         }
 
-        private SocketChannel accept(long deadline) throws IOException {
+        /** Worker {@code pid}'s connection; null when it ended first or the deadline passed. */
+        private SocketChannel accept(long pid, long deadline) throws IOException {
             try (Selector selector = Selector.open()) {
                 listener.register(selector, SelectionKey.OP_ACCEPT);
                 while (true) {
@@ -657,11 +664,16 @@ public final class PythonWorkers {
                     if (ch != null) {
                         return ch;
                     }
+                    synchronized (this) {
+                        if (exits.containsKey(pid) || ended) {
+                            return null;
+                        }
+                    }
                     long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
                     if (left <= 0) {
                         return null;
                     }
-                    selector.select(left);
+                    selector.select(Math.min(left, 100));
                 }
             }
         }
