@@ -21,13 +21,18 @@ def cluster(*args):
                    stdout=subprocess.DEVNULL)
 
 
-@pytest.fixture
-def session_cluster():
+def running_cluster():
+    """A session cluster of one TaskManager of 4 slots while the test runs."""
     cluster("start", "--taskmanagers", "1", "--slots", "4")
     try:
         yield
     finally:
         cluster("stop")
+
+
+@pytest.fixture
+def session_cluster():
+    yield from running_cluster()
 
 
 def test_should_serve_every_sample_once_over_tcp_across_a_lost_taskmanager(
@@ -61,11 +66,7 @@ def python_cluster(monkeypatch):
     # The TaskManagers' Python workers import minato_flink and the tests' datasets module.
     monkeypatch.setenv("MINATO_PYTHONPATH", os.pathsep.join(
         [os.path.join(REPO, "python"), os.path.join(REPO, "python", "tests")]))
-    cluster("start", "--taskmanagers", "1", "--slots", "4")
-    try:
-        yield
-    finally:
-        cluster("stop")
+    yield from running_cluster()
 
 
 def test_should_serve_a_python_dataset_every_sample_once_across_a_lost_taskmanager(
