@@ -51,7 +51,9 @@ def test_should_feed_two_ddp_ranks_their_own_queues_with_equal_steps(dataset, tm
            EXAMPLE, "--loader", "minato", "--data", dataset, "--patch", "16", "--epochs", "3",
            "--batch", "2", "--workers", "2", "--step-ms", "5", "--run-dir", str(run),
            "--trace", str(tmp_path / "t.csv"), "--report", str(tmp_path / "r.json")]
-    subprocess.run(cmd, check=True, cwd=tmp_path, timeout=300)
+    # torchrun keeps its ranks' logs in a torchelastic_* folder of TMPDIR and leaves it there.
+    subprocess.run(cmd, check=True, cwd=tmp_path, timeout=300,
+                   env={**os.environ, "TMPDIR": str(tmp_path)})
     rows = [trace(tmp_path / f"t.csv.rank{r}") for r in (0, 1)]
     steps = [json.loads((tmp_path / f"r.json.rank{r}").read_text())["steps"] for r in (0, 1)]
     assert steps[0] == steps[1] == 3 * CASES // 2 // 2 + (3 * CASES // 2) % 2

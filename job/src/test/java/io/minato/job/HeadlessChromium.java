@@ -44,7 +44,7 @@ final class HeadlessChromium implements AutoCloseable {
     /** Starts {@code chromium} with a fresh profile in {@code profile} and attaches to its tab. */
     HeadlessChromium(String chromium, Path profile, Path stderr) throws Exception {
         this.profile = profile;
-        process =
+        ProcessBuilder pb =
                 new ProcessBuilder(
                                 chromium,
                                 "--headless=new",
@@ -58,8 +58,11 @@ final class HeadlessChromium implements AutoCloseable {
                                 "--remote-debugging-port=0", // it names the port it took
                                 "about:blank")
                         .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                        .redirectError(stderr.toFile())
-                        .start();
+                        .redirectError(stderr.toFile());
+        // Without /dev/shm it keeps its shared memory in TMPDIR (org.chromium.Chromium.*), which
+        // a killed browser leaves behind: in the profile, not /tmp.
+        pb.environment().put("TMPDIR", profile.toString());
+        process = pb.start();
         try {
             socket = attach();
         } catch (Exception e) {
