@@ -193,6 +193,11 @@ def serve_forks(dataset: Any, inp: int, out: BinaryIO) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wakeup fd is written
     signal.set_wakeup_fd(wake_w)
     pending = b""
+
+    def say(message: Dict[str, Any]) -> None:
+        out.write(_frame(message))
+        out.flush()
+
     try:
         while True:
             ready, _, _ = select.select([inp, wake_r], [], [])
@@ -205,8 +210,7 @@ def serve_forks(dataset: Any, inp: int, out: BinaryIO) -> None:
                         break
                     if pid == 0:
                         break
-                    out.write(_frame({"op": "exited", "pid": pid, "how": _how(status)}))
-                out.flush()
+                    say({"op": "exited", "pid": pid, "how": _how(status)})
             if inp not in ready:
                 continue
             chunk = os.read(inp, 65536)
@@ -220,19 +224,16 @@ def serve_forks(dataset: Any, inp: int, out: BinaryIO) -> None:
                 request = json.loads(pending[4:4 + n])
                 pending = pending[4 + n:]
                 if request.get("op") != "fork":
-                    out.write(_frame({"ok": False, "fatal": f"unknown request {request.get('op')!r}"}))
-                    out.flush()
+                    say({"ok": False, "fatal": f"unknown request {request.get('op')!r}"})
                     return
                 try:
                     pid = os.fork()
                 except OSError as err:
-                    out.write(_frame({"op": "forked", "ok": False, "error": _one_line(err)}))
-                    out.flush()
+                    say({"op": "forked", "ok": False, "error": _one_line(err)})
                     continue
                 if pid == 0:
                     _worker(dataset, str(request["socket"]), (inp, wake_r, wake_w, out.fileno()))
-                out.write(_frame({"op": "forked", "ok": True, "pid": pid}))
-                out.flush()
+                say({"op": "forked", "ok": True, "pid": pid})
     finally:
         signal.set_wakeup_fd(-1)
         os.close(wake_r)

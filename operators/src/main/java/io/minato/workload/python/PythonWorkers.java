@@ -712,42 +712,42 @@ public final class PythonWorkers {
 
         /** How worker {@code pid} ended, waiting a little for the server to say. */
         String exitOf(long pid) {
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(EXIT_WAIT_MILLIS);
-            synchronized (this) {
-                while (!exits.containsKey(pid) && !ended) {
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) {
-                        break;
-                    }
-                    try {
-                        TimeUnit.NANOSECONDS.timedWait(this, left);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        break;
-                    }
-                }
-                String how = exits.get(pid); // removed when the worker is stopped
-                if (how != null) {
-                    return how;
-                }
+            String how;
+            try {
+                how = endWithin(pid, EXIT_WAIT_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                how = null;
+            }
+            if (how != null) {
+                return how;
             }
             return ProcessHandle.of(pid).map(h -> h.isAlive()).orElse(false)
                     ? "still running"
                     : "exit status unknown";
         }
 
-        /** Whether worker {@code pid} ended, waiting up to {@code millis}. */
+        /** Whether worker {@code pid} ended, waiting up to {@code millis}; forgets its end. */
         synchronized boolean waitForExit(long pid, long millis) throws InterruptedException {
+            boolean done = endWithin(pid, millis) != null || ended;
+            exits.remove(pid);
+            return done;
+        }
+
+        /**
+         * How worker {@code pid} ended, as the server said, waiting up to {@code millis}; null when
+         * it has not said (or cannot: the server ended). Kept until the worker is stopped.
+         */
+        private synchronized String endWithin(long pid, long millis) throws InterruptedException {
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
             while (!exits.containsKey(pid) && !ended) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    return false;
+                    break;
                 }
                 TimeUnit.NANOSECONDS.timedWait(this, left);
             }
-            exits.remove(pid);
-            return true;
+            return exits.get(pid);
         }
 
         private static void kill(long pid) {
