@@ -70,7 +70,9 @@ class JobProcess:
         self.console_path = os.path.join(run_dir, CONSOLE)
         self.events_path = os.path.join(run_dir, EVENTS)
         # A resumed run's files grow on: only what this job writes is logged.
-        self._tails: List[_Tail] = [_Tail(self.console_path, _console_line), _Tail(self.events_path, _event_line)]
+        self._tails: List[_Tail] = [_Tail(self.console_path, _console_line),
+                                    _Tail(self.events_path, _event_line)]
+        self._reading = threading.Lock()  # the reader thread's and log_now()'s reads
         cmd = list(cmd) + ["--exit-with-stdin", "--log-events", self.events_path]
         read_end, lifeline = os.pipe()  # neither is inherited by other children
         self._lifeline: Optional[int] = lifeline
@@ -92,6 +94,11 @@ class JobProcess:
 
     def poll(self) -> Optional[int]:
         return self._proc.poll()
+
+    def log_now(self) -> None:
+        """Logs what the job has written so far, before this returns, rather than at the reader
+        thread's next look."""
+        self._read_tails()
 
     def wait(self, timeout: Optional[float] = None) -> int:
         code = self._proc.wait(timeout)
@@ -142,13 +149,16 @@ class JobProcess:
 
     def _read(self) -> None:
         while not self._stop.is_set():
-            for t in self._tails:
-                t.read()
+            self._read_tails()
             if self._proc.poll() is not None:
                 break
             self._stop.wait(_POLL_S)
-        for t in self._tails:
-            t.read(last=True)
+        self._read_tails(last=True)
+
+    def _read_tails(self, last: bool = False) -> None:
+        with self._reading:
+            for t in self._tails:
+                t.read(last)
 
     def _drain(self) -> None:
         """What the job wrote before it exited, logged before this returns."""

@@ -40,6 +40,10 @@ class EmbeddedJob:
         if code is not None and code != 0:
             raise LoaderError(f"the job stopped (exit status {code}): {self._proc.last_error()}")
 
+    def log_now(self) -> None:
+        """Logs what the job has said so far before this returns."""
+        self._proc.log_now()
+
     def wait(self, timeout: Optional[float] = None) -> int:
         """The job's exit status once it has exited; raises subprocess.TimeoutExpired after
         `timeout` seconds."""

@@ -51,6 +51,9 @@ class Job(Protocol):
     def close(self, finish_s: float = 0) -> None:
         """Stops the job if it still runs after finish_s seconds."""
 
+    def log_now(self) -> None:
+        """Logs what the job has said so far before this returns."""
+
 
 class LoaderError(RuntimeError):
     """The job refused this process, broke the protocol, or could not be reached: one line."""
@@ -323,12 +326,14 @@ class MinatoLoader:
         while self._steps < end and not self._ended:
             batch = self._next_batch()
             if batch is None:
+                self._log_jobs_messages()
                 self._warn_short(epoch, start, end)
                 break
             yield _identified(batch) if isinstance(batch, SampleBatch) else batch
         else:
             if self._steps >= self.run_steps and not self._ended:
                 self._await_end()
+            self._log_jobs_messages()
         if self._epoch < self.epochs:
             self._epoch += 1
 
@@ -402,6 +407,12 @@ class MinatoLoader:
                 f"rank {self.rank}: the job does not say how many samples an epoch has, and "
                 f"{served} served over {epochs} epochs to {ranks} ranks leave it {low} to {high}")
         return low
+
+    def _log_jobs_messages(self) -> None:
+        """An embedded job's messages on a pass (a sample it quarantined, say) are logged before
+        the pass ends: the job writes them before it serves the batches they bear on."""
+        if self._job is not None:
+            self._job.log_now()
 
     def _warn_short(self, epoch: int, start: int, end: int) -> None:
         """The run ended inside `epoch`'s pass: says how many batches fewer it yielded, and why."""
