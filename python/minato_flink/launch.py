@@ -6,6 +6,8 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from . import _job, _run
 from ._process import JobProcess, new_run_dir
+
+CASE_LIST = "cases.txt"  # launch(cases=...)'s list in the run directory
 from .dataset import dataset_args
 from .loader import LoaderError, MinatoLoader
 
@@ -63,7 +65,7 @@ def launch(data: Optional[str] = None, *, dataset: Any = None,
            run_dir: Optional[str] = None, workers: Optional[int] = None,
            seed: Optional[int] = None, drop_last: bool = False, extra_args: Sequence[str] = (),
            prefetch: int = 2, pin_memory: Optional[bool] = None,
-           **loader_kw: Any) -> MinatoLoader:
+           cases: Optional[Sequence[str]] = None, **loader_kw: Any) -> MinatoLoader:
     """Starts the serving job on this machine (rank 0) and returns rank `rank`'s MinatoLoader.
 
     data: the data folder of a built-in workload (kits19's .npy pairs; --workload images in
@@ -75,9 +77,12 @@ def launch(data: Optional[str] = None, *, dataset: Any = None,
     default 2; `batch` is its other name). patch: the edge of a training crop (--patch).
     run_dir: the job's run directory, its checkpoints, logs and temporary files (default: a new
     runs/<time> in the working directory; several ranks give the same one). workers, seed:
-    the job's --workers and --seed (default: the job's). drop_last: leave out the run's last batch when it holds fewer than batch_size samples, as a DataLoader's
-    drop_last does. extra_args: further options of the job's train command. prefetch,
-    pin_memory, loader_kw: MinatoLoader's.
+    the job's --workers and --seed (default: the job's). drop_last: leave out the run's last
+    batch when it holds fewer than batch_size samples, as a DataLoader's drop_last does. cases:
+    with data, the training set as a list of names (kits19 case_00002; images a path under
+    data, class_01/x.jpg), the folder's others held out, so that a script keeps its own split
+    (the job's --cases; default: the folder but its last --eval-cases). extra_args: further
+    options of the job's train command. prefetch, pin_memory, loader_kw: MinatoLoader's.
 
     With several ranks (torchrun), every rank calls this with the same `run_dir`: rank 0 starts
     the job, the others connect to it. Closing rank 0's loader stops the job, and so does rank
@@ -102,10 +107,14 @@ def launch(data: Optional[str] = None, *, dataset: Any = None,
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     if (data is None) == (dataset is None):
         raise ValueError("give either a data folder or dataset=")
+    if cases is not None and data is None:
+        raise ValueError("cases= lists samples of a data folder; a dataset= chooses its own")
     job = None
     if rank == 0:
         source = (["--data", os.path.abspath(data), "--patch", str(patch)] if data is not None
                   else dataset_args(dataset, run_dir))
+        if cases is not None:
+            source += ["--cases", _case_list(cases, run_dir)]
         args = ["train", "--accelerator", "serve", *source,
                 "--devices", "cpu" if ranks == 1 else f"cpu:{ranks}",
                 "--epochs", str(epochs), "--batch", str(batch_size),
@@ -123,3 +132,23 @@ def launch(data: Optional[str] = None, *, dataset: Any = None,
     return MinatoLoader(run_dir=run_dir, rank=rank, batch_size=batch_size, drop_last=drop_last,
                         prefetch=prefetch, pin_memory=pin_memory, job=job,
                         collate_fn=collate_fn, **loader_kw)
+
+
+def _case_list(cases: Sequence[str], run_dir: str) -> str:
+    """Writes `cases` for the job's --cases, one name a line, into the run directory; a resume
+    writes it again, and the job refuses a list that is not the run's."""
+    if isinstance(cases, (str, bytes)):
+        raise TypeError("cases= takes a list of names, not one string")
+    names = list(cases)
+    for name in names:
+        if not isinstance(name, str) or not name.strip() or name != name.strip() \
+                or "\n" in name or "\r" in name or name.startswith("#"):
+            raise ValueError(f"cases=: {name!r} is not a sample's name (kits19 case_00002, "
+                             f"images class_01/x.jpg)")
+    if not names:
+        raise ValueError("cases= is empty: it lists the samples to train on")
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, CASE_LIST)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(name + "\n" for name in names))
+    return path

@@ -20,8 +20,10 @@ from minato_flink import LoaderError, MinatoLoader, launch
 
 CASES = 6  # the dataset fixture's
 EPOCHS = 3
-OPTIONS = dict(epochs=EPOCHS, batch=2, patch=16,
-               extra_args=["--eval-cases", "0", "--checkpoint-interval", "200"])
+# The training set as the script's own list (every case): a resume gives it again, and the job
+# takes the same names as the run's.
+OPTIONS = dict(epochs=EPOCHS, batch=2, patch=16, cases=[f"case_{i:05d}" for i in range(CASES)],
+               extra_args=["--checkpoint-interval", "200"])
 
 # A training script as a user writes one: it resumes from its checkpoint where there is one.
 # Its checkpoint holds the model, the loader's state and, for the test, the samples trained so

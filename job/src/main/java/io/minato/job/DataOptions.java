@@ -86,6 +86,16 @@ public final class DataOptions {
     public Integer evalCases;
 
     @Option(
+            names = "--cases",
+            paramLabel = "FILE",
+            description =
+                    "The training set as a list, one name a line (kits19: case_00002; images: a"
+                            + " path under --data, class_01/x.jpg; # starts a comment); the"
+                            + " folder's others are held out for evaluation, in place of"
+                            + " --eval-cases.")
+    public Path cases;
+
+    @Option(
             names = "--on-bad-sample",
             paramLabel = "fail|skip",
             description =
@@ -202,12 +212,19 @@ public final class DataOptions {
 
     /** What these options say the samples are. */
     public DataSpec spec() {
+        if (cases != null && evalCases != null) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--cases lists the training set and holds out the folder's others: leave out"
+                            + " --eval-cases");
+        }
         return new DataSpec(
                 workload,
                 data,
                 patchEdge(),
                 seed,
                 evalCases,
+                cases,
                 onBadSample == OnBadSample.skip,
                 caseCache,
                 cacheDir,

@@ -32,6 +32,12 @@ final class RunArgs {
     /** Written when the job has trained every sample: such a run has nothing to resume. */
     static final String FINISHED = "finished";
 
+    /**
+     * The copy of {@code --cases}' list that the run keeps: the run's training set, whatever
+     * becomes of the file it was given.
+     */
+    static final String CASES = "run-cases";
+
     /** Options whose value is a path: stored absolute, so a resume may start from any folder. */
     private static final Set<String> PATH_OPTIONS =
             Set.of("--data", "--report", "--trace", "--cache-dir");
@@ -86,6 +92,14 @@ final class RunArgs {
                 continue;
             }
             if (NOT_STORED_FLAGS.contains(name)) {
+                continue;
+            }
+            if (name.equals("--cases")) {
+                String value = inline ? a.substring(name.length() + 1) : args.get(++i);
+                Path copy = runDir.resolve(CASES).toAbsolutePath().normalize();
+                Files.copy(Path.of(value), copy, StandardCopyOption.REPLACE_EXISTING);
+                stored.add(name);
+                stored.add(copy.toString());
                 continue;
             }
             if (PATH_OPTIONS.contains(name)) {

@@ -1,7 +1,9 @@
 package io.minato.job;
 
+import io.minato.data.BadInputException;
 import io.minato.job.dataflow.LoaderJob;
 import io.minato.job.workload.DataSpec;
+import io.minato.job.workload.SampleList;
 import io.minato.job.workload.TrainingSet;
 import io.minato.loader.TimeoutPolicy;
 import io.minato.trainer.TrainerSink;
@@ -520,10 +522,23 @@ public final class TrainCommand implements Callable<Integer> {
     }
 
     /** Paths compare as absolute paths (the run stores them so), anything else as text. */
-    private static boolean sameValue(OptionSpec o, String mine, String theirs) {
+    private boolean sameValue(OptionSpec o, String mine, String theirs) {
+        if (List.of(o.names()).contains("--cases")) {
+            // The run keeps its own copy of the list: the same names, from any file, are the same.
+            return listed(Path.of(mine)).equals(listed(Path.of(theirs)));
+        }
         if (o.type() == Path.class) {
             return Path.of(mine).toAbsolutePath().normalize().equals(Path.of(theirs));
         }
         return mine.equals(theirs);
+    }
+
+    private Set<String> listed(Path file) {
+        try {
+            return SampleList.read(file).lines().keySet();
+        } catch (BadInputException e) {
+            throw new ParameterException(
+                    spec.commandLine(), "--resume " + resume + ": " + e.getMessage());
+        }
     }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.trainer.DeviceSummary;
 import io.minato.workload.kits19.KitsLikeGenerator;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -15,6 +16,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -31,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * once.
  */
 class ResumeTest {
-    private static final int TRAIN_CASES = 5; // 6 generated, 1 held out
+    private static final int TRAIN_CASES = 5; // 6 generated, case_00002 held out
     private static final int EPOCHS = 240;
 
     @TempDir static Path data;
@@ -61,6 +63,7 @@ class ResumeTest {
         assertThat(report).as("the killed run wrote no report").doesNotExist();
         long tracedBeforeKill = traceLines(run);
         assertThat(tracedBeforeKill).as("steps trained before the kill").isPositive();
+        Files.delete(dir.resolve("train-cases.txt")); // the run keeps its own copy
 
         resumeAndCheckEverySampleTrainedOnce(run, report, trace);
     }
@@ -213,7 +216,17 @@ class ResumeTest {
         }
     }
 
-    private static List<String> trainArgs(Path run, Path report, Path trace, String... more) {
+    /**
+     * The run's options: it trains the cases of a list (all but case_00002), which the folder
+     * beside {@code run} holds until the run was started, so that a resume takes the run's own
+     * copy.
+     */
+    private static List<String> trainArgs(Path run, Path report, Path trace, String... more)
+            throws IOException {
+        Path list = run.resolveSibling("train-cases.txt");
+        Files.write(
+                list,
+                List.of("case_00000", "case_00001", "case_00003", "case_00004", "case_00005"));
         List<String> args =
                 new ArrayList<>(
                         List.of(
@@ -228,8 +241,8 @@ class ResumeTest {
                                 "cpu:2",
                                 "--accelerator",
                                 "simulated:30",
-                                "--eval-cases",
-                                "1",
+                                "--cases",
+                                list.toString(),
                                 "--workers",
                                 "1",
                                 "--checkpoint-interval",
@@ -259,6 +272,13 @@ class ResumeTest {
         // The stored --report and --trace: the resumed run writes them for the whole run.
         assertThat(report).content().contains("\"delivered\": " + TRAIN_CASES * EPOCHS);
         assertThat(MiniClusterJobs.trainedOnce(trace)).hasSize(TRAIN_CASES * EPOCHS);
+        Set<String> cases = new TreeSet<>();
+        for (String line : Files.readAllLines(trace).subList(1, TRAIN_CASES * EPOCHS + 1)) {
+            cases.add(line.split(",")[2]);
+        }
+        assertThat(cases)
+                .as("the listed cases, by their numbers")
+                .containsExactly("0", "1", "3", "4", "5");
         MainTest.Run again = MainTest.run("train", "--resume", run.toString());
         assertThat(again.status()).isEqualTo(2);
         assertThat(again.err()).contains("that run finished; there is nothing left to train");

@@ -16,6 +16,8 @@ import java.util.List;
  *
  * @param data the folder of samples; null: the generated demo set under {@link #DEMO_DATA}
  * @param evalCases cases held out for evaluation; null: a fifth, as MLPerf
+ * @param cases {@code --cases}: the file listing the training set, the folder's others held out;
+ *     null: none (then {@code evalCases} splits the folder)
  * @param skipBadSamples {@code --on-bad-sample skip}: a bad case is left out, not a reason to stop
  * @param cacheDir where remembered per-case results are kept; null: inside the data folder
  * @param cacheMemoryMb the bound on remembered decoded images per JVM; null: a quarter of the heap
@@ -28,6 +30,7 @@ public record DataSpec(
         int patchEdge,
         long seed,
         Integer evalCases,
+        Path cases,
         boolean skipBadSamples,
         boolean caseCache,
         Path cacheDir,
@@ -59,6 +62,7 @@ public record DataSpec(
                 patchEdge,
                 seed,
                 evalCases,
+                cases,
                 skipBadSamples,
                 caseCache,
                 cacheDir,

@@ -62,10 +62,22 @@ public final class CaseTable implements SampleSet<Volume> {
         return names[index];
     }
 
-    /** The case's index in the training list, as the trace has always named it. */
+    /**
+     * The case's number ({@code 12} for {@code case_00012}), as the contract's trace names it:
+     * where the training set is a list or a case was left out, not its place in the training set.
+     */
     @Override
     public String traceName(int index) {
-        return Integer.toString(index);
+        return number(names[index]);
+    }
+
+    /** {@code 12} of {@code case_00012}; a name not of that form as it is. */
+    static String number(String name) {
+        String digits = name.startsWith("case_") ? name.substring("case_".length()) : "";
+        if (digits.isEmpty() || !digits.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return name;
+        }
+        return digits.replaceFirst("^0+(?=.)", "");
     }
 
     /**

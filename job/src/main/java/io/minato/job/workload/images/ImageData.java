@@ -5,6 +5,7 @@ import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.DataSplit;
+import io.minato.job.workload.SampleList;
 import io.minato.spi.Patch;
 import io.minato.spi.Workload;
 import io.minato.workload.images.ClassifierEvaluation;
@@ -21,7 +22,9 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.IntStream;
 
 /**
@@ -97,6 +100,14 @@ public final class ImageData {
             throws IOException, BadInputException {
         Path dir = dataDir(data);
         ImageFolder all = ImageFolder.scan(dir);
+        // A list names images of the folder, whether or not they pass their checks.
+        Set<ImageFile> listed =
+                data.cases() == null
+                        ? null
+                        : new HashSet<>(
+                                SampleList.read(data.cases())
+                                        .split(all.images(), ImageFile::name, "" + dir)
+                                        .listed());
         BadInputException[] problems = new BadInputException[all.size()];
         IntStream.range(0, all.size())
                 .parallel()
@@ -123,10 +134,26 @@ public final class ImageData {
         if (good.isEmpty()) {
             throw new BadInputException(dir, "every image was skipped as bad input");
         }
-        ImageFolder checked = ImageFolder.of(dir, all.classes(), good);
-        int eval =
-                data.evalCases() != null ? data.evalCases() : Dataset.defaultEvalCases(good.size());
-        ImageFolder.Split split = checked.split(eval);
+        ImageFolder.Split split;
+        if (listed != null) {
+            List<ImageFile> train = good.stream().filter(listed::contains).toList();
+            if (train.isEmpty()) {
+                throw new BadInputException(
+                        data.cases(), "every listed image was skipped as bad input");
+            }
+            split =
+                    new ImageFolder.Split(
+                            ImageFolder.of(dir, all.classes(), train),
+                            good.stream().filter(f -> !listed.contains(f)).toList());
+        } else {
+            split =
+                    ImageFolder.of(dir, all.classes(), good)
+                            .split(
+                                    data.evalCases() != null
+                                            ? data.evalCases()
+                                            : Dataset.defaultEvalCases(good.size()));
+        }
+        int eval = split.eval().size();
         return new Images(
                 dir,
                 all.size() + all.unnamable().size(),

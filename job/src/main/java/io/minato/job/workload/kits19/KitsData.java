@@ -4,6 +4,7 @@ import io.minato.data.BadInputException;
 import io.minato.job.report.RunReport;
 import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.DataSplit;
+import io.minato.job.workload.SampleList;
 import io.minato.workload.kits19.CaseCache;
 import io.minato.workload.kits19.CaseFiles;
 import io.minato.workload.kits19.Dataset;
@@ -13,7 +14,9 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.IntStream;
 
 /**
@@ -45,13 +48,22 @@ public final class KitsData {
             throws IOException, BadInputException {
         Path dir = dataDir(data);
         Dataset dataset = Dataset.scan(dir);
-        int eval =
-                data.evalCases() != null
-                        ? data.evalCases()
-                        : Dataset.defaultEvalCases(dataset.size());
-        Dataset.Split split = dataset.split(eval);
+        Dataset.Split split;
+        if (data.cases() != null) {
+            SampleList.Split<CaseFiles> listed =
+                    SampleList.read(data.cases()).split(dataset.cases(), CaseFiles::name, "" + dir);
+            split = new Dataset.Split(listed.listed(), listed.others());
+        } else {
+            split =
+                    dataset.split(
+                            data.evalCases() != null
+                                    ? data.evalCases()
+                                    : Dataset.defaultEvalCases(dataset.size()));
+        }
+        int eval = split.eval().size();
         CaseCache cache = data.caseCache(dir);
         List<CaseFiles> all = dataset.cases();
+        Set<CaseFiles> training = new HashSet<>(split.train());
         // The checks read every voxel once (or recall a check of the same files): on all cores,
         // with the outcomes taken in name order so that the first bad case reported is the same.
         BadInputException[] problems = new BadInputException[all.size()];
@@ -61,9 +73,12 @@ public final class KitsData {
                         i -> {
                             CaseFiles c = all.get(i);
                             // Held-out cases may be any size: sliding-window inference pads them.
-                            boolean training = split.train().contains(c);
                             try {
-                                cache.check(c, training ? data.transformConfig().patch() : null);
+                                cache.check(
+                                        c,
+                                        training.contains(c)
+                                                ? data.transformConfig().patch()
+                                                : null);
                             } catch (BadInputException e) {
                                 problems[i] = e;
                             }
@@ -74,7 +89,7 @@ public final class KitsData {
         for (int i = 0; i < all.size(); i++) {
             CaseFiles c = all.get(i);
             if (problems[i] == null) {
-                (split.train().contains(c) ? train : held).add(c);
+                (training.contains(c) ? train : held).add(c);
                 continue;
             }
             data.leaveOut(problems[i], dir, quarantine, err);

@@ -56,10 +56,10 @@ public final class PythonWorkload implements JobWorkload {
                     "--workload python takes --dataset MODULE:CALLABLE (or a file the Python"
                             + " package pickled a Dataset into)");
         }
-        if (data.data() != null || data.tail() != null) {
+        if (data.data() != null || data.tail() != null || data.cases() != null) {
             throw new IllegalArgumentException(
-                    "--workload python reads what its --dataset reads: leave out --data and"
-                            + " --tail");
+                    "--workload python reads what its --dataset reads: leave out --data, --cases"
+                            + " and --tail");
         }
     }
 
