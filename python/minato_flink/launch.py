@@ -2,16 +2,18 @@
 
 import logging
 import os
+import time
 from typing import Any, Callable, List, Optional, Sequence
 
 from . import _job, _run
 from ._process import JobProcess, new_run_dir
-
-CASE_LIST = "cases.txt"  # launch(cases=...)'s list in the run directory
 from .dataset import dataset_args
 from .loader import LoaderError, MinatoLoader
 
 _LOG = logging.getLogger("minato_flink")
+
+CASE_LIST = "cases.txt"  # launch(cases=...)'s list in the run directory
+_ARCHIVE_AT_EXIT = "-XX:ArchiveClassesAtExit="
 
 
 class EmbeddedJob:
@@ -25,6 +27,10 @@ class EmbeddedJob:
         self.run_dir = run_dir
         launcher = _job.launcher()
         cmd = launcher.argv + list(args)
+        # The class-data archive the packaged job writes as it ends, the first time (_job).
+        self._archive = next((a[len(_ARCHIVE_AT_EXIT):] for a in cmd
+                              if a.startswith(_ARCHIVE_AT_EXIT)), None)
+        self._started = time.time()
         try:
             self._proc = JobProcess(cmd, run_dir, env=launcher.environment())
         except OSError as err:
@@ -40,6 +46,7 @@ class EmbeddedJob:
         """Raises the job's own one-line error if it has stopped before its end."""
         code = self._proc.poll()
         if code is not None and code != 0:
+            self._forget_a_poor_archive()
             raise LoaderError(f"the job stopped (exit status {code}): {self._proc.last_error()}")
 
     def log_now(self) -> None:
@@ -49,7 +56,9 @@ class EmbeddedJob:
     def wait(self, timeout: Optional[float] = None) -> int:
         """The job's exit status once it has exited; raises subprocess.TimeoutExpired after
         `timeout` seconds."""
-        return self._proc.wait(timeout)
+        code = self._proc.wait(timeout)
+        self._forget_a_poor_archive()
+        return code
 
     def close(self, finish_s: float = 0, grace_s: float = 30) -> None:
         """Stops the job if it still runs after `finish_s` seconds (a job whose run ended writes
@@ -57,6 +66,22 @@ class EmbeddedJob:
         stopped early can be continued with --resume. grace_s: how long it has to stop after
         that."""
         self._proc.close(finish_s, grace_s)
+        self._forget_a_poor_archive()
+
+    def _forget_a_poor_archive(self) -> None:
+        """A job that ended before it served (a wrong path, bad input) has loaded a fraction of
+        the classes a start loads: its class-data archive would slow every later start, so it
+        is removed, and a later launch writes another."""
+        if self._archive is None or self._proc.poll() is None:
+            return
+        # A rank that serves writes where into RUN_DIR/serving, and removes it as it ends.
+        serving = os.path.join(self.run_dir, "serving")
+        if not (os.path.isdir(serving) and os.path.getmtime(serving) >= self._started - 1):
+            try:
+                os.unlink(self._archive)
+            except FileNotFoundError:
+                pass
+        self._archive = None
 
 
 def launch(data: Optional[str] = None, *, dataset: Any = None,

@@ -58,6 +58,15 @@ def test_should_train_from_outside_the_checkout_with_only_the_installed_wheel(da
     env = {k: v for k, v in os.environ.items() if k not in ("MINATO_LAUNCHER", "PYTHONPATH")}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the class-data archive goes there
     archives = tmp_path / "cache" / "minato-flink"
+    # A job that ends before it serves (here a data folder that is not there) leaves no archive:
+    # it would hold a fraction of the classes a start loads, and slow every later start.
+    failed = subprocess.run(
+        [python, "-c", "import sys; from minato_flink import launch\n"
+                       "try:\n    next(iter(launch(sys.argv[1], patch=16)))\n"
+                       "except Exception as e:\n    print(e)", str(work / "no-such-folder")],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert "no-such-folder" in failed.stdout, failed.stdout + failed.stderr
+    assert not list(archives.glob("*.jsa*")), list(archives.iterdir())
     # The first run writes the packaged job's class-data archive as its job ends; the second
     # checks it and starts with it.
     for written in ("*.jsa.part", "*.jsa"):
