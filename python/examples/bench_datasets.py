@@ -40,6 +40,57 @@ class CpuDataset(Dataset):
         return torch.from_numpy(volume), index
 
 
+class BytesDataset(Dataset):
+    """Costs nothing to prepare and is all bytes: each sample a float32 tensor of `kib` KiB, so
+    that what a batch costs the training process is its transport alone."""
+
+    def __init__(self, n: int, kib: int):
+        self.n, self.elements = n, kib * 1024 // 4
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.full((self.elements,), float(index))
+
+
+def classification_preset(crop: int):
+    """torchvision's classification reference's training preset with its defaults
+    (references/classification/presets.py, ClassificationPresetTrain): a random resized crop
+    (bilinear), a horizontal flip half the time, the image as a float tensor, normalised."""
+    from torchvision import transforms as T
+
+    return T.Compose([
+        T.RandomResizedCrop(crop, interpolation=T.InterpolationMode.BILINEAR),
+        T.RandomHorizontalFlip(0.5),
+        T.PILToTensor(),
+        T.ConvertImageDtype(torch.float),
+        T.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)),
+    ])
+
+
+class HeavyTail(Dataset):
+    """`dataset` with a deterministic share of its samples about `factor` times as costly: those
+    are prepared `factor` times, the first kept (the others' random draws follow it, so the kept
+    bytes are those of a plain `__getitem__` under the same seed)."""
+
+    def __init__(self, dataset: Dataset, share: float, factor: int):
+        self.dataset, self.share, self.factor = dataset, share, factor
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def heavy(self, index: int) -> bool:
+        return (index * 2654435761 % 2**32) / 2**32 < self.share
+
+    def __getitem__(self, index: int):
+        sample = self.dataset[index]
+        if self.heavy(index):
+            for _ in range(self.factor - 1):
+                self.dataset[index]
+        return sample
+
+
 class SeededAsTheJob(Dataset):
     """`dataset` for DataLoader with each sample seeded as the job's Python workers seed theirs:
     Python's `random`, NumPy's and torch's generators from (seed, epoch, index) before

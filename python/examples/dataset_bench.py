@@ -1,12 +1,16 @@
 """Samples per second of one Dataset fed by the job's Python workers or by PyTorch's DataLoader.
 
-    python3 python/examples/dataset_bench.py --loader minato|torch --dataset sleep|cpu|kits \\
-        [--workers W] [--samples N] [--batch B] [--epochs E] [--sleep-ms MS] [--cpu-ms MS] \\
-        [--data DIR --patch P --tail P,K] [--step-ms MS]
+    python3 python/examples/dataset_bench.py --loader minato|torch \\
+        --dataset sleep|cpu|bytes|kits|imagefolder [--workers W] [--samples N] [--batch B] \\
+        [--epochs E] [--sleep-ms MS] [--cpu-ms MS] [--kib K] [--data DIR --patch P --crop C] \\
+        [--tail P,K] [--step-ms MS]
 
 sleep: each __getitem__ waits MS ms (a read from remote storage); cpu: each computes for about
-MS ms of one core; kits: MLPerf's KiTS19 training Dataset of the 3D-UNet example over the case
-pairs in DIR (kits_dataset.py), with its heavy tail inside __getitem__ where --tail is given.
+MS ms of one core; bytes: each is a float32 tensor of K KiB and costs nothing to make (a batch's
+transport alone); kits: MLPerf's KiTS19 training Dataset of the 3D-UNet example over the case
+pairs in DIR (kits_dataset.py), with its heavy tail inside __getitem__ where --tail is given;
+imagefolder: torchvision's ImageFolder over DIR with the classification reference's training
+preset at a C crop, where --tail is given a share P of its images prepared K times.
 --step-ms: the loop sleeps MS ms a batch, as a training step would. DataLoader prepares the same
 samples as the job: each seeded from (--seed, epoch, index) as the job's workers seed theirs.
 --pickle-to FILE writes the Dataset for a job submitted to a cluster (--dataset FILE, on this
@@ -33,22 +37,29 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 # In a module of their own: the job's workers unpickle them by name (a class of this script's
 # __main__ would take cloudpickle).
-from bench_datasets import CpuDataset, EpochSampler, SeededAsTheJob, SleepDataset  # noqa: E402
+from bench_datasets import (  # noqa: E402
+    BytesDataset, CpuDataset, EpochSampler, HeavyTail, SeededAsTheJob, SleepDataset,
+    classification_preset)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--loader", choices=["minato", "torch"], required=True)
-    p.add_argument("--dataset", choices=["sleep", "cpu", "kits"], required=True)
+    p.add_argument("--dataset", choices=["sleep", "cpu", "bytes", "kits", "imagefolder"],
+                   required=True)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--samples", type=int, default=320)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--sleep-ms", type=float, default=50)
     p.add_argument("--cpu-ms", type=float, default=20)
-    p.add_argument("--data", help="kits: a folder of case_*_x.npy / case_*_y.npy pairs")
+    p.add_argument("--kib", type=int, default=1280, help="bytes: KiB a sample")
+    p.add_argument("--data", help="kits: a folder of case_*_x.npy / case_*_y.npy pairs; "
+                                  "imagefolder: a folder of class folders")
     p.add_argument("--patch", type=int, default=128)
-    p.add_argument("--tail", help="kits: P,K, a fraction P of samples costs about K times more")
+    p.add_argument("--crop", type=int, default=224)
+    p.add_argument("--tail", help="kits, imagefolder: P,K, a fraction P of samples costs about "
+                                  "K times more")
     p.add_argument("--step-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--pickle-to", metavar="FILE",
@@ -58,20 +69,28 @@ def main() -> None:
                    help="minato: read the batches of a serving job already running (flink run "
                         "... train --workload python --dataset FILE) instead of launching one")
     a = p.parse_args()
-    if a.dataset == "kits":
-        if not a.data:
-            p.error("--dataset kits takes --data DIR")
+    tail = None
+    if a.tail:
+        share, k = a.tail.split(",")
+        tail = (float(share), int(k))
+    if a.dataset in ("kits", "imagefolder") and not a.data:
+        p.error(f"--dataset {a.dataset} takes --data DIR")
+    if a.dataset == "imagefolder":
+        from torchvision.datasets import ImageFolder
+
+        ds = ImageFolder(a.data, transform=classification_preset(a.crop))
+        if tail:
+            ds = HeavyTail(ds, *tail)
+    elif a.dataset == "kits":
         from kits_dataset import KitsTrain
 
         xs = sorted(glob.glob(os.path.join(a.data, "case_*_x.npy")))
         ys = sorted(glob.glob(os.path.join(a.data, "case_*_y.npy")))
         if not xs or len(xs) != len(ys):
             p.error(f"--data {a.data}: no case_*_x.npy / case_*_y.npy pairs")
-        tail = None
-        if a.tail:
-            share, k = a.tail.split(",")
-            tail = (float(share), int(k))
         ds = KitsTrain(xs, ys, a.patch, tail)
+    elif a.dataset == "bytes":
+        ds = BytesDataset(a.samples, a.kib)
     else:
         ds = (SleepDataset(a.samples, a.sleep_ms) if a.dataset == "sleep"
               else CpuDataset(a.samples, a.cpu_ms))
@@ -110,6 +129,7 @@ def main() -> None:
     print(json.dumps({"loader": a.loader, "dataset": a.dataset, "workers": a.workers,
                       "samples": seen, "samples_per_s": round(seen / wall, 1),
                       "training_process_cpu_s": round(cpu, 2),
+                      "training_process_cpu_ms_a_batch": round(1000 * cpu / max(steps, 1), 3),
                       **({"wall_over_bound": round(wall / (steps * a.step_ms / 1000), 3)}
                          if a.step_ms and steps else {})}))
 
