@@ -3,8 +3,11 @@ package io.minato.trainer;
 import io.minato.loader.pacing.LastFailure;
 import io.minato.loader.pacing.QueueCoordinator;
 import java.nio.file.Path;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import org.apache.flink.runtime.execution.SuppressRestartsException;
@@ -159,15 +162,35 @@ final class TrainerCoordinator implements OperatorCoordinator, CoordinationReque
         // The run's one line for a restore: Flink's own are in the run's log with their traces.
         LOG.warn(
                 "The job failed ({}) and restarts from {}",
-                cause == null
-                        ? "cause unknown"
-                        : String.valueOf(cause.getMessage()).lines().findFirst().orElse(""),
+                cause == null ? "cause unknown" : oneLine(cause),
                 checkpointId < 0 ? "its start" : "checkpoint " + checkpointId);
         String tooMany = ledger.restored();
         if (tooMany != null) {
             failJob.accept(
                     new SuppressRestartsException(new RestartsRunOut(tooMany, failures.last())));
         }
+    }
+
+    /**
+     * A failure in one line: its message, and its root cause's where that says what the message
+     * does not ("Could not perform checkpoint 3 ...; caused by ...: No space left on device").
+     */
+    static String oneLine(Throwable failure) {
+        String top = firstLine(failure.getMessage());
+        Throwable root = failure;
+        Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        while (root.getCause() != null && seen.add(root)) {
+            root = root.getCause();
+        }
+        String why = firstLine(root.getMessage());
+        if (root == failure || why.isEmpty() || top.contains(why)) {
+            return top;
+        }
+        return top + "; caused by " + root.getClass().getSimpleName() + ": " + why;
+    }
+
+    private static String firstLine(String message) {
+        return message == null ? "" : message.lines().findFirst().orElse("");
     }
 
     @Override

@@ -31,6 +31,27 @@ class TrainerCoordinatorTest {
      * completed a checkpoint between them. Two allowed here.
      */
     @Test
+    void shouldNameARestoresRootCauseWhereItsMessageDoesNot() {
+        Exception checkpoint =
+                new RuntimeException(
+                        "Could not perform checkpoint 3 for operator TrainerSink (1/1)#2.",
+                        new IllegalStateException(
+                                "snapshot failed",
+                                new java.io.IOException("No space left on device")));
+        assertThat(TrainerCoordinator.oneLine(checkpoint))
+                .isEqualTo(
+                        "Could not perform checkpoint 3 for operator TrainerSink (1/1)#2.; caused by"
+                                + " IOException: No space left on device");
+        Exception named =
+                new RuntimeException(
+                        "device 0: x.csv: No space left on device",
+                        new java.io.IOException("No space left on device"));
+        assertThat(TrainerCoordinator.oneLine(named))
+                .isEqualTo("device 0: x.csv: No space left on device");
+        assertThat(TrainerCoordinator.oneLine(new RuntimeException("two\nlines"))).isEqualTo("two");
+    }
+
+    @Test
     void shouldStopTheJobOnlyPastTheAllowedFailuresSinceTheLastCompletedCheckpoint()
             throws Exception {
         coordinator.start();
