@@ -1,6 +1,7 @@
 package io.minato.job;
 
 import io.minato.job.dataflow.LoaderJob;
+import io.minato.job.metrics.LoopbackPrometheusReporterFactory;
 import io.minato.trainer.gpu.FlinkGpus;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -19,7 +20,6 @@ import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.DeploymentOptions;
 import org.apache.flink.configuration.ReadableConfig;
-import org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory;
 import org.apache.flink.streaming.api.environment.LocalStreamEnvironment;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 

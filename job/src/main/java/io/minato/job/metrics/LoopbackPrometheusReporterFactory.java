@@ -1,4 +1,4 @@
-package org.apache.flink.metrics.prometheus;
+package io.minato.job.metrics;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -10,18 +10,21 @@ import org.apache.flink.metrics.reporter.MetricReporterFactory;
 /**
  * Makes a {@link LoopbackPrometheusReporter} from {@code metrics.reporter.<name>.host} (default
  * localhost) and {@code .port} (default 9249, Flink's): {@code metrics.reporter.prom.factory.class:
- * org.apache.flink.metrics.prometheus.LoopbackPrometheusReporterFactory}.
+ * io.minato.job.metrics.LoopbackPrometheusReporterFactory}.
  */
 public class LoopbackPrometheusReporterFactory implements MetricReporterFactory {
-    /** The host option; the port option is Flink's ({@code port}). */
+    /** The host option. */
     public static final String HOST = "host";
+
+    /** The port option, named as Flink's own reporter names it. */
+    public static final String PORT = "port";
 
     @Override
     public MetricReporter createMetricReporter(Properties properties) {
         MetricConfig config = new MetricConfig();
         config.putAll(properties);
         String host = config.getString(HOST, "localhost");
-        int port = config.getInteger(PrometheusReporterFactory.ARG_PORT, 9249);
+        int port = config.getInteger(PORT, 9249);
         try {
             return new LoopbackPrometheusReporter(host, port);
         } catch (IOException e) {
