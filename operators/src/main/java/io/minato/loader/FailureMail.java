@@ -14,7 +14,7 @@ import org.apache.flink.util.function.ThrowingRunnable;
  * a worker's failure (a file that does not decode, under {@code --on-bad-sample fail}) waited for
  * the next checkpoint, about 10 s an attempt. The mail runs {@code surface}, which throws it.
  */
-final class FailureMail {
+public final class FailureMail {
     private final MailboxExecutor mailbox;
     private final ThrowingRunnable<? extends Exception> surface;
     private volatile boolean closed;
@@ -25,13 +25,14 @@ final class FailureMail {
     }
 
     /** Mail to {@code task}'s whole mailbox, as {@link PreparingOperator}'s own. */
-    static FailureMail to(StreamTask<?, ?> task, ThrowingRunnable<? extends Exception> surface) {
+    public static FailureMail to(
+            StreamTask<?, ?> task, ThrowingRunnable<? extends Exception> surface) {
         return new FailureMail(
                 task.getMailboxExecutorFactory().createExecutor(TaskMailbox.MIN_PRIORITY), surface);
     }
 
     /** Called on the failing thread; nothing for an interruption, which closing causes. */
-    void failed(Throwable t) {
+    public void failed(Throwable t) {
         if (closed || t instanceof InterruptedException || t instanceof CancellationException) {
             return;
         }
@@ -43,7 +44,7 @@ final class FailureMail {
     }
 
     /** From now on a failure is the closing's own. */
-    void close() {
+    public void close() {
         closed = true;
     }
 }

@@ -22,12 +22,12 @@ public final class PrepTimes {
     private final LongAdder fetchCpu = new LongAdder();
 
     /** The calling thread's read totals before a preparation. */
-    record Mark(long wall, long cpu) {}
+    public record Mark(long wall, long cpu) {}
 
     private PrepTimes() {}
 
     /** Registers the counters on an operator's metric group and accumulators. */
-    static PrepTimes register(RuntimeContext context, MetricGroup metrics) {
+    public static PrepTimes register(RuntimeContext context, MetricGroup metrics) {
         PrepTimes t = new PrepTimes();
         metrics.gauge(FETCH_NANOS, t.fetchWall::sum);
         context.addAccumulator(FETCH_NANOS, LiveAccumulator.sum(t.fetchWall::sum));
@@ -35,18 +35,18 @@ public final class PrepTimes {
         return t;
     }
 
-    static Mark mark() {
+    public static Mark mark() {
         return new Mark(FetchClock.wallNanos(), FetchClock.cpuNanos());
     }
 
     /** Adds what the calling thread read since {@code mark}. */
-    void add(Mark mark) {
+    public void add(Mark mark) {
         fetchWall.add(FetchClock.wallNanos() - mark.wall());
         fetchCpu.add(FetchClock.cpuNanos() - mark.cpu());
     }
 
     /** {@code names} and these accumulators' (for a detached job's accumulator files). */
-    static String[] with(String... names) {
+    public static String[] with(String... names) {
         String[] all = Arrays.copyOf(names, names.length + 2);
         all[names.length] = FETCH_NANOS;
         all[names.length + 1] = FETCH_CPU_NANOS;

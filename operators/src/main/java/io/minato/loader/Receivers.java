@@ -99,7 +99,7 @@ public final class Receivers {
     }
 
     /** {@code names} and {@link #SENT_AS_BYTES}: a producer's accumulators, for its files. */
-    static String[] withSentAsBytes(String[] names) {
+    public static String[] withSentAsBytes(String[] names) {
         String[] all = Arrays.copyOf(names, names.length + 1);
         all[names.length] = SENT_AS_BYTES;
         return all;

@@ -98,7 +98,7 @@ public final class TaskManagerUsage
     }
 
     /** {@code names} and this accumulator's, for {@link AccumulatorFiles#write}. */
-    static String[] with(String... names) {
+    public static String[] with(String... names) {
         String[] all = Arrays.copyOf(names, names.length + 1);
         all[names.length] = NAME;
         return all;

@@ -1,8 +1,11 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
 import ai.djl.ndarray.NDManager;
 import ai.djl.training.dataset.RandomAccessDataset;
 import io.minato.data.BadInputException;
+import io.minato.loader.FailureMail;
+import io.minato.loader.Quarantine;
+import io.minato.loader.Threads;
 import io.minato.sample.Batch;
 import io.minato.sample.SampleTask;
 import io.minato.spi.Workload;

@@ -1,4 +1,4 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
 import ai.djl.training.dataset.RandomAccessDataset;
 import ai.djl.training.dataset.Sampler;

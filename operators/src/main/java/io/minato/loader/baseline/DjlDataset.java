@@ -1,4 +1,4 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
@@ -10,6 +10,8 @@ import ai.djl.training.dataset.Record;
 import ai.djl.translate.Batchifier;
 import ai.djl.util.Progress;
 import io.minato.data.BadInputException;
+import io.minato.loader.PrepTimes;
+import io.minato.loader.Quarantine;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;

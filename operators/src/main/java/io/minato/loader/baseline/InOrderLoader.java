@@ -1,6 +1,9 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
 import io.minato.data.BadInputException;
+import io.minato.loader.FailureMail;
+import io.minato.loader.PrepTimes;
+import io.minato.loader.Quarantine;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SamplePath;

@@ -1,4 +1,4 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

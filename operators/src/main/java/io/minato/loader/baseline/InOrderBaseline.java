@@ -1,5 +1,12 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
+import io.minato.loader.AccumulatorFiles;
+import io.minato.loader.CacheMetrics;
+import io.minato.loader.FailureMail;
+import io.minato.loader.PrepTimes;
+import io.minato.loader.Quarantine;
+import io.minato.loader.Receivers;
+import io.minato.loader.TaskManagerUsage;
 import io.minato.sample.SampleHandoff;
 import io.minato.spi.Workload;
 import org.apache.flink.api.common.functions.RuntimeContext;

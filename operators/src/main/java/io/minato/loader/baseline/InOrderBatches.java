@@ -1,4 +1,4 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
 import io.minato.sample.Batch;
 import java.util.HashMap;

@@ -1,5 +1,6 @@
-package io.minato.loader;
+package io.minato.loader.baseline;
 
+import io.minato.loader.Receivers;
 import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleTask;
