@@ -13,7 +13,7 @@ import ai.djl.nn.ParameterList;
 import ai.djl.pytorch.engine.PtNDArray;
 import ai.djl.pytorch.jni.JniUtils;
 import ai.djl.training.Trainer;
-import io.minato.workload.kits19.Unet3dNetwork;
+import io.minato.trainer.kits19.Unet3dNetwork;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;

@@ -2,7 +2,7 @@ package io.minato.trainer;
 
 import ai.djl.training.tracker.Tracker;
 import ai.djl.training.tracker.WarmUpTracker;
-import io.minato.workload.kits19.Unet3dNetwork;
+import io.minato.trainer.kits19.Unet3dNetwork;
 import java.io.Serializable;
 import java.util.List;
 

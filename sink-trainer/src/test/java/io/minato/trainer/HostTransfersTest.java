@@ -3,8 +3,8 @@ package io.minato.trainer;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.minato.sample.Batch;
-import io.minato.workload.images.ImageClassifier;
-import io.minato.workload.images.ImageClassifier.Architecture;
+import io.minato.trainer.images.ImageClassifier;
+import io.minato.trainer.images.ImageClassifier.Architecture;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.IntFunction;

@@ -7,7 +7,7 @@ import ai.djl.Device;
 import ai.djl.Model;
 import io.minato.sample.Batch;
 import io.minato.trainer.gpu.TrainingDevice;
-import io.minato.workload.kits19.unet.Unet3d;
+import io.minato.trainer.kits19.unet.Unet3d;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;

@@ -17,7 +17,7 @@ import io.minato.trainer.StepProfile;
 import io.minato.trainer.StepProfile.Phase;
 import io.minato.trainer.TrainingSettings;
 import io.minato.trainer.gpu.DeviceSpec;
-import io.minato.workload.kits19.unet.Unet3d;
+import io.minato.trainer.kits19.unet.Unet3d;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.Arrays;

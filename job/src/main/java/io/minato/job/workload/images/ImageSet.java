@@ -7,7 +7,7 @@ import io.minato.job.workload.HeldOut;
 import io.minato.job.workload.TrainingSet;
 import io.minato.spi.Workload;
 import io.minato.trainer.Network;
-import io.minato.workload.images.ImageClassifier;
+import io.minato.trainer.images.ImageClassifier;
 import io.minato.workload.images.ImageConfig;
 import io.minato.workload.images.ImageFile;
 import java.io.IOException;

@@ -6,7 +6,7 @@ import io.minato.job.report.RunReport;
 import io.minato.job.workload.DataSpec;
 import io.minato.job.workload.JobWorkload;
 import io.minato.job.workload.TrainingSet;
-import io.minato.workload.images.ImageClassifier;
+import io.minato.trainer.images.ImageClassifier;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;

@@ -1,8 +1,8 @@
-package io.minato.workload.kits19.unet;
+package io.minato.trainer.kits19.unet;
 
-import static io.minato.workload.kits19.unet.TestArrays.assertClose;
-import static io.minato.workload.kits19.unet.TestArrays.param;
-import static io.minato.workload.kits19.unet.TestArrays.scaledRandom;
+import static io.minato.trainer.kits19.unet.TestArrays.assertClose;
+import static io.minato.trainer.kits19.unet.TestArrays.param;
+import static io.minato.trainer.kits19.unet.TestArrays.scaledRandom;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import ai.djl.engine.Engine;

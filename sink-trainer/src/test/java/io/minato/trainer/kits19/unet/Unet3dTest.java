@@ -1,4 +1,4 @@
-package io.minato.workload.kits19.unet;
+package io.minato.trainer.kits19.unet;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

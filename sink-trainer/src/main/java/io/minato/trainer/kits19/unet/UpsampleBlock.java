@@ -1,4 +1,4 @@
-package io.minato.workload.kits19.unet;
+package io.minato.trainer.kits19.unet;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;

@@ -1,4 +1,4 @@
-package io.minato.workload.kits19;
+package io.minato.trainer.kits19;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
@@ -10,8 +10,8 @@ import io.minato.sample.Batch;
 import io.minato.sample.PreparedSample;
 import io.minato.spi.Shape3;
 import io.minato.trainer.Network;
-import io.minato.workload.kits19.unet.DiceCeLoss;
-import io.minato.workload.kits19.unet.Unet3d;
+import io.minato.trainer.kits19.unet.DiceCeLoss;
+import io.minato.trainer.kits19.unet.Unet3d;
 import java.nio.ByteBuffer;
 
 /**

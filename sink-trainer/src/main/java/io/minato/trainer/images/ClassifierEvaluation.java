@@ -1,4 +1,4 @@
-package io.minato.workload.images;
+package io.minato.trainer.images;
 
 import ai.djl.Device;
 import ai.djl.MalformedModelException;

@@ -1,4 +1,4 @@
-package io.minato.workload.images;
+package io.minato.trainer.images;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
