@@ -2,6 +2,8 @@ package io.minato.loader;
 
 import io.minato.data.BadInputException;
 import io.minato.loader.pacing.JobQueues;
+import io.minato.loader.pacing.WithCoordinator;
+import io.minato.loader.pacing.WorkerRunning;
 import io.minato.sample.PreparedSample;
 import io.minato.sample.SampleHandoff;
 import io.minato.sample.SampleTask;
@@ -18,6 +20,7 @@ import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.runtime.operators.coordination.OperatorEvent;
+import org.apache.flink.runtime.operators.coordination.OperatorEventGateway;
 import org.apache.flink.runtime.operators.coordination.OperatorEventHandler;
 import org.apache.flink.runtime.state.StateInitializationContext;
 import org.apache.flink.runtime.state.StateSnapshotContext;
@@ -49,7 +52,9 @@ import org.slf4j.LoggerFactory;
  * @param <IN> what the worker takes: a task, or a sample left unfinished on the fast path
  */
 abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
-        implements OneInputStreamOperator<IN, PreparedSample>, OperatorEventHandler {
+        implements OneInputStreamOperator<IN, PreparedSample>,
+                OperatorEventHandler,
+                WithCoordinator.Coordinated {
     private static final Logger LOG = LoggerFactory.getLogger(PreparingOperator.class);
     private static final long serialVersionUID = 1L;
 
@@ -82,6 +87,7 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
     private int pieceBytes = SampleChunks.MAX_BYTES;
     private long dealtBySample; // 0: in turn; else samples per epoch (see DeviceDealer)
 
+    private transient OperatorEventGateway coordinator; // null: none (a harness)
     private transient MailboxExecutor mailbox;
     private transient WorkerScheduler scheduler;
     private transient WorkerScheduler.Registration registration;
@@ -203,6 +209,9 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
             getMetricGroup().gauge(ACTIVE_WORKERS, (Gauge<Integer>) scheduler::active);
             pacedBlind = getRuntimeContext().getLongCounter(PACED_BLIND);
         }
+        if (coordinator != null) {
+            coordinator.sendEventToCoordinator(new WorkerRunning()); // now it may be told
+        }
         for (SampleTask waited : recovered) {
             guarded(waited, () -> restart(waited));
         }
@@ -243,6 +252,11 @@ abstract class PreparingOperator<IN> extends ReceivingOperator<PreparedSample>
             }
             quarantine.add(task, bad);
         }
+    }
+
+    @Override
+    public void coordinatorGateway(OperatorEventGateway gateway) {
+        coordinator = gateway;
     }
 
     /**

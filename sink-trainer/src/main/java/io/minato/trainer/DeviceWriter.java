@@ -28,8 +28,17 @@ public interface DeviceWriter extends AutoCloseable {
     /** The device's state for checkpoint {@code checkpointId}: one entry. */
     List<TrainerWriterState> snapshotState(long checkpointId) throws IOException;
 
-    /** At the end of the input: consumes what is queued, keeps the result, writes the summary. */
-    void endInput() throws IOException, InterruptedException;
+    /**
+     * At the end of the input: consumes what is queued, keeps the result, writes the summary. While
+     * it waits, it runs the task's mail ({@code mail}: null for none), so that checkpoints, which
+     * Flink goes on taking until the task finishes, do not wait for the last steps.
+     */
+    void endInput(BooleanSupplier mail) throws IOException, InterruptedException;
+
+    /** {@link #endInput(BooleanSupplier)} running no other work meanwhile. */
+    default void endInput() throws IOException, InterruptedException {
+        endInput(null);
+    }
 
     /** Stops the consumer and releases what it holds; writes the summary once more. */
     @Override

@@ -251,7 +251,7 @@ final class TrainerOperator extends ReceivingOperator<Void>
 
     @Override
     public void endInput() throws Exception {
-        writer.endInput();
+        writer.endInput(mailbox::tryYield);
     }
 
     @Override

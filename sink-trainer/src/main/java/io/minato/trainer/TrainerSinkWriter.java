@@ -9,6 +9,7 @@ import java.io.InterruptedIOException;
 import java.util.List;
 import java.util.TreeMap;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,19 +104,21 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
      * At end of input, waits until every queued batch is trained, lets the accelerator keep its
      * result (the model) and writes the summary.
      *
-     * <p>A replica's task snapshots nothing while it waits here, yet its replicas go on
+     * <p>A trainer alone runs the task's mail while it waits, so a checkpoint is taken as during
+     * training: at the running step's start ({@link StepStartCapture}) or its end, with the batches
+     * still queued. A replica's task snapshots nothing while it waits here, yet its replicas go on
      * checkpointing. So it takes its state itself at every cut of the group meanwhile, and {@link
      * #snapshotState} gives that state when Flink asks for the checkpoint, once training is over:
      * every replica's state in a checkpoint is at the same global step.
      */
     @Override
-    public void endInput() throws IOException, InterruptedException {
+    public void endInput(BooleanSupplier mail) throws IOException, InterruptedException {
         if (member != null) {
             member.end();
         }
         queue.change(() -> inputEnded = true);
         long cut;
-        while ((cut = awaitTrainedOrCut()) >= 0) {
+        while ((cut = awaitTrainedOrCut(member == null ? mail : null)) >= 0) {
             takenAtCuts.put(cut, take(cut));
         }
         account.finish();
@@ -123,9 +126,10 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
 
     /**
      * Waits until every queued batch is trained and training is over (-1), or until a cut holds the
-     * replica group for a checkpoint whose state this writer has not taken yet (its id).
+     * replica group for a checkpoint whose state this writer has not taken yet (its id); runs
+     * {@code mail} meanwhile (null: none).
      */
-    private long awaitTrainedOrCut() throws IOException, InterruptedException {
+    private long awaitTrainedOrCut(BooleanSupplier mail) throws IOException, InterruptedException {
         lock.lockInterruptibly();
         try {
             while (true) {
@@ -137,7 +141,7 @@ public final class TrainerSinkWriter implements DeviceWriter, QueueAdmission.Con
                 if (cut >= 0 && !takenAtCuts.containsKey(cut)) {
                     return cut;
                 }
-                queue.awaitChange(Long.MAX_VALUE);
+                queue.awaitChange(mail);
             }
         } finally {
             lock.unlock();

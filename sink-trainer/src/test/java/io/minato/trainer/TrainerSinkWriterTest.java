@@ -693,6 +693,60 @@ class TrainerSinkWriterTest {
         assertThat(gate.trained).containsExactly(b0, b1, b2);
     }
 
+    /**
+     * The end of the input waits for the last queued batches to train, running its task's mail
+     * meanwhile: Flink goes on checkpointing until the task finishes, and a checkpoint taken then,
+     * at a step boundary, holds the batches not trained yet. A wait that ran no mail timed out
+     * every checkpoint behind a few long steps.
+     */
+    @Test
+    void shouldTakeACheckpointWhileTheLastBatchesTrainAfterTheInputEnded() throws Exception {
+        Gate gate = new Gate();
+        TrainerSinkWriter w = writer(sink(gate, 3), new FakeTrainerContext(0, 1));
+        Batch b0 = batch(0, 0);
+        Batch b1 = batch(0, 1);
+        Batch b2 = batch(0, 2);
+        w.write(b0);
+        w.write(b1);
+        w.write(b2);
+        gate.open(1);
+        await(() -> gate.started.get() == 2); // b0 trained, b1 in its step, b2 queued
+
+        AtomicInteger mails = new AtomicInteger();
+        List<TrainerWriterState> taken = new ArrayList<>();
+        BooleanSupplier mail =
+                () -> {
+                    if (mails.incrementAndGet() != 3) {
+                        return false;
+                    }
+                    try {
+                        taken.addAll(w.snapshotState(1)); // the checkpoint's mail
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                    return true;
+                };
+        FutureTask<Void> end =
+                new FutureTask<>(
+                        () -> {
+                            w.endInput(mail);
+                            return null;
+                        });
+        Thread task = new Thread(end, "task");
+        task.start();
+        await(() -> mails.get() >= 3 && task.getState() == Thread.State.WAITING);
+        assertThat(end.isDone()).isFalse();
+        gate.open(1); // b1's step ends: the checkpoint is taken at that boundary
+        await(() -> !taken.isEmpty());
+        TrainerWriterState state = taken.get(0);
+        assertThat(state.counters().steps()).isEqualTo(2);
+        assertThat(state.queued()).containsExactly(b2);
+        gate.open(1);
+        end.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        assertThat(gate.trained).containsExactly(b0, b1, b2);
+        assertThat(mails.get()).isGreaterThan(3);
+    }
+
     @Test
     void shouldLetStepsGoOnWhileTheCapturedModelIsWritten() throws Exception {
         Gate gate = new Gate();

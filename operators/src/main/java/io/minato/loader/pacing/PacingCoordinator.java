@@ -11,6 +11,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
+import org.apache.flink.runtime.operators.coordination.OperatorEvent;
 
 /**
  * The workers' coordinator: tells every worker subtask, wherever it runs, how the devices' queues
@@ -26,6 +27,11 @@ import org.apache.flink.runtime.operators.coordination.OperatorCoordinator;
  * the new attempt a new gateway and neither sends nor fails what the old one held back, so the next
  * checkpoint waited for ever ("Coordinator checkpoint N ... is awaiting M pending events"). A
  * worker misses nothing it needs: the view is a hint, and the current one follows the checkpoint.
+ *
+ * <p>It tells only subtasks that said they run ({@link WorkerRunning}). Flink opens a gateway to
+ * every subtask, also to one that a restore found finished (its workers had ended before the
+ * checkpoint, the trainers had not): such a task runs no operator and fails on any event, and the
+ * job with it, restore after restore.
  */
 public final class PacingCoordinator extends StatelessCoordinator {
     /** How often the view is looked at: a few times within a worker scheduler's tick. */
@@ -37,7 +43,9 @@ public final class PacingCoordinator extends StatelessCoordinator {
     private ScheduledExecutorService timer;
 
     // Guarded by this: sends happen inside it, so none can slip past the start of a checkpoint.
-    private final Map<Integer, SubtaskGateway> gateways = new HashMap<>();
+    private final Map<Integer, SubtaskGateway> gateways = new HashMap<>(); // of running attempts
+    private final Map<Integer, SubtaskGateway> opened = new HashMap<>(); // not yet said running
+    private final Map<Integer, Integer> running = new HashMap<>(); // attempts said running
     private final Set<Integer> untold = new HashSet<>(); // ready during a checkpoint
     private final TreeSet<Long> checkpoints = new TreeSet<>(); // under way
     private JobQueues told = JobQueues.NONE;
@@ -126,6 +134,8 @@ public final class PacingCoordinator extends StatelessCoordinator {
         }
         synchronized (this) {
             gateways.clear();
+            opened.clear();
+            running.clear();
         }
     }
 
@@ -137,11 +147,41 @@ public final class PacingCoordinator extends StatelessCoordinator {
             gateways.remove(subtask);
             untold.remove(subtask);
         }
+        g = opened.get(subtask);
+        if (g != null && g.getExecution().getAttemptNumber() == attempt) {
+            opened.remove(subtask);
+        }
+        running.remove(subtask, attempt);
     }
 
     @Override
     public synchronized void executionAttemptReady(
             int subtask, int attempt, SubtaskGateway gateway) {
+        gateways.remove(subtask);
+        untold.remove(subtask);
+        opened.put(subtask, gateway);
+        join(subtask);
+    }
+
+    @Override
+    public synchronized void handleEventFromOperator(
+            int subtask, int attempt, OperatorEvent event) {
+        if (event instanceof WorkerRunning) {
+            running.put(subtask, attempt);
+            join(subtask);
+        }
+    }
+
+    /** Tells {@code subtask} the view once both its gateway is open and it said it runs. */
+    private void join(int subtask) {
+        SubtaskGateway gateway = opened.get(subtask);
+        Integer attempt = running.get(subtask);
+        if (gateway == null
+                || attempt == null
+                || gateway.getExecution().getAttemptNumber() != attempt) {
+            return;
+        }
+        opened.remove(subtask);
         gateways.put(subtask, gateway);
         if (!checkpoints.isEmpty()) {
             untold.add(subtask);

@@ -32,6 +32,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -370,7 +371,7 @@ public final class ServingDevice
      * the process, waits until it has taken everything, and writes the summary.
      */
     @Override
-    public void endInput() throws IOException, InterruptedException {
+    public void endInput(BooleanSupplier mail) throws IOException, InterruptedException {
         lock.lockInterruptibly();
         try {
             inputEnded = true;
@@ -388,7 +389,11 @@ public final class ServingDevice
                 if (queue.isEmpty()) {
                     sendLeft(c);
                 }
-                queue.awaitChange(1000);
+                if (mail == null) {
+                    queue.awaitChange(1000);
+                } else {
+                    queue.awaitChange(mail); // a checkpoint does not wait for the process
+                }
                 if (connection == null && System.nanoTime() - since > WAITING_NOTICE_NANOS) {
                     since = System.nanoTime();
                     LOG.info(

@@ -6,6 +6,7 @@ import io.minato.loader.pacing.JobQueues;
 import io.minato.loader.pacing.PacingCoordinator;
 import io.minato.loader.pacing.QueueCoordinator;
 import io.minato.loader.pacing.QueueReport;
+import io.minato.loader.pacing.WorkerRunning;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -77,6 +78,7 @@ class PacingCoordinatorFailoverTest {
                     trainers.lazyInitialize(globalFailures::add, mainThread, checkpoints);
                     pacing.start();
                     trainers.start();
+                    pacing.handleEventFromOperator(0, 0, new WorkerRunning());
                     trainers.handleEventFromOperator(0, 0, new QueueReport(0, 0, 2));
                     return null;
                 });
@@ -110,6 +112,7 @@ class PacingCoordinatorFailoverTest {
                 () -> {
                     pacing.notifyCheckpointAborted(1);
                     pacing.subtaskReset(0, 0);
+                    pacing.handleEventFromOperator(0, 0, new WorkerRunning()); // restarted
                     return null;
                 });
 
@@ -135,6 +138,62 @@ class PacingCoordinatorFailoverTest {
                     return null;
                 });
         awaitTold(workers, new JobQueues(1, 0));
+        assertThat(globalFailures).isEmpty();
+    }
+
+    /**
+     * A restore that finds a worker subtask finished runs none of its operators, and its task fails
+     * on any event: Flink opens its gateway all the same. The coordinator tells only a worker that
+     * said it runs.
+     */
+    @Test
+    void shouldTellNoWorkerThatHasNotSaidItRuns() throws Exception {
+        Thread main = jobManager.submit(Thread::currentThread).get();
+        ComponentMainThreadExecutor mainThread =
+                new ComponentMainThreadExecutorServiceAdapter(jobManager, main);
+        CheckpointCoordinator checkpoints =
+                new CheckpointCoordinatorTestingUtils.CheckpointCoordinatorBuilder()
+                        .build(Executors.newSingleThreadScheduledExecutor());
+        CoordinatorStore store = new CoordinatorStoreImpl();
+        EventReceivingTasks workers = EventReceivingTasks.createForRunningTasks();
+        OperatorID workerOperator = new OperatorID();
+        OperatorCoordinatorHolder pacing =
+                holder(
+                        PacingCoordinator.provider(workerOperator, "workers"),
+                        workerOperator,
+                        store,
+                        workers);
+        OperatorID trainerOperator = new OperatorID();
+        OperatorCoordinatorHolder trainers =
+                holder(
+                        QueueCoordinator.provider(trainerOperator),
+                        trainerOperator,
+                        store,
+                        EventReceivingTasks.createForRunningTasks());
+        onMain(
+                () -> {
+                    pacing.lazyInitialize(globalFailures::add, mainThread, checkpoints);
+                    trainers.lazyInitialize(globalFailures::add, mainThread, checkpoints);
+                    pacing.start();
+                    trainers.start();
+                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 0, 2));
+                    return null;
+                });
+        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS); // ten looks at the view
+        onMain(
+                () -> {
+                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 1, 2));
+                    return null;
+                });
+        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS);
+        assertThat(workers.getSentEventsForSubtask(0)).isEmpty();
+
+        onMain(
+                () -> {
+                    pacing.handleEventFromOperator(0, 0, new WorkerRunning());
+                    return null;
+                });
+        awaitTold(workers, new JobQueues(1, 1));
         assertThat(globalFailures).isEmpty();
     }
 
