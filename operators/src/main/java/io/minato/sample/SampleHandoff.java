@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.apache.flink.metrics.MetricGroup;
 
 /**
@@ -32,14 +33,22 @@ import org.apache.flink.metrics.MetricGroup;
  * (their prefetch, as PyTorch's prefetch_factor x workers), and at most a quarter of the heap (512
  * MiB at most) in bytes. When full, a sender waits for receivers to take what is parked: that wait
  * is the loader's backpressure. After {@link #WAIT_NANOS} it sends the bytes inline instead, so
- * that nothing waits forever; entries older than {@link #ORPHAN_AGE_NANOS} (left behind by a
- * failover) are dropped to make room.
+ * that nothing waits forever. What a failed attempt parked is dropped when the job restores ({@link
+ * #startedAfter}) and what an ended job left once nothing runs here; as a last resort, an entry
+ * that receivers have gone on not taking for {@link #ORPHAN_AGE_NANOS} while they took others is
+ * dropped to make room. A store that nobody takes from (every device's consumer paused, for
+ * minutes) keeps what it holds: those entries are alive, and dropping them made the trainers
+ * prepare each again.
  */
 public final class SampleHandoff {
     /** How long a sender waits for room before sending the bytes inline. */
     public static final long WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
-    /** Entries this old are taken to be orphans of a failed attempt when room is needed. */
+    /**
+     * An entry that receivers went on not taking this long after it was parked, while they took
+     * others, is taken to be an orphan (of a job that left it in a session cluster's JVM) when room
+     * is needed.
+     */
     static final long ORPHAN_AGE_NANOS = TimeUnit.MINUTES.toNanos(2);
 
     private static final SampleHandoff JVM =
@@ -74,9 +83,17 @@ public final class SampleHandoff {
     private long sentInline;
     private long missed;
     private long orphansDropped;
+    private final LongSupplier clock; // System::nanoTime, but in tests
+    private long lastTakeNanos; // by the clock: when a receiver last took (or looked for) one
 
     SampleHandoff(long boundBytes) {
+        this(boundBytes, System::nanoTime);
+    }
+
+    SampleHandoff(long boundBytes, LongSupplier clock) {
         this.boundBytes = boundBytes;
+        this.clock = clock;
+        this.lastTakeNanos = clock.getAsLong();
     }
 
     /** This JVM's store, shared by every operator of every job in it. */
@@ -311,7 +328,7 @@ public final class SampleHandoff {
             }
             return false;
         }
-        Entry e = new Entry(key, value, size, System.nanoTime());
+        Entry e = new Entry(key, value, size, clock.getAsLong());
         parked.computeIfAbsent(key, k -> new ArrayDeque<>(1)).addLast(e);
         byAge.addLast(e);
         bytes += size;
@@ -334,6 +351,7 @@ public final class SampleHandoff {
     }
 
     private synchronized Object take(Key key) {
+        lastTakeNanos = clock.getAsLong();
         ArrayDeque<Entry> entries = parked.get(key);
         if (entries == null) {
             missed++;
@@ -386,11 +404,14 @@ public final class SampleHandoff {
         }
     }
 
-    /** Drops entries older than the orphan age; true if any was dropped. */
+    /**
+     * Drops the entries parked at least the orphan age before the last take: receivers took others
+     * all that while; true if any was dropped.
+     */
     private boolean dropOrphans() {
-        long now = System.nanoTime();
         boolean dropped = false;
-        while (!byAge.isEmpty() && now - byAge.peekFirst().parkedNanos() >= ORPHAN_AGE_NANOS) {
+        while (!byAge.isEmpty()
+                && lastTakeNanos - byAge.peekFirst().parkedNanos() >= ORPHAN_AGE_NANOS) {
             Entry e = byAge.pollFirst();
             ArrayDeque<Entry> entries = parked.get(e.key());
             entries.remove(e);

@@ -7,6 +7,7 @@ import io.minato.spi.Shape3;
 import io.minato.workload.kits19.Preparation;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 class SampleHandoffTest {
@@ -161,6 +162,48 @@ class SampleHandoffTest {
             h.take(task(1));
             assertThat(third.get(5, TimeUnit.SECONDS)).isTrue();
             assertThat(h.parked()).isEqualTo(2);
+        }
+    }
+
+    /**
+     * Every consumer paused for minutes (an evaluation pass): nothing is taken, and what is parked
+     * is alive. It stays, and a sender waits for room, however long the pause; dropping it made the
+     * trainers prepare each sample again.
+     */
+    @Test
+    void shouldKeepWhatIsParkedThroughAPauseWhereNothingIsTaken() {
+        AtomicLong now = new AtomicLong();
+        SampleHandoff h = new SampleHandoff(1 << 20, now::get);
+        try (var r = h.reserve(2)) {
+            h.offer(task(1), patch());
+            h.offer(task(2), patch());
+            now.addAndGet(SampleHandoff.ORPHAN_AGE_NANOS * 3); // a pause of three orphan ages
+            assertThat(h.offerWithin(task(3), patch(), 20)).as("no room yet").isFalse();
+            assertThat(h.orphansDropped()).isZero();
+            assertThat(h.take(task(1))).isNotNull();
+            assertThat(h.take(task(2))).isNotNull();
+        }
+    }
+
+    /**
+     * An entry that receivers went on not taking for the orphan age while they took others (a job
+     * that ended left it in a session cluster's JVM) is dropped when room is needed.
+     */
+    @Test
+    void shouldDropAnEntryLeftUntakenWhileOthersWereTakenForTheOrphanAge() {
+        AtomicLong now = new AtomicLong();
+        SampleHandoff h = new SampleHandoff(1 << 20, now::get);
+        try (var r = h.reserve(2)) {
+            h.offer(task(1), patch()); // never taken
+            for (int i = 2; i < 10; i++) {
+                h.offer(task(i), patch());
+                now.addAndGet(SampleHandoff.ORPHAN_AGE_NANOS / 4);
+                assertThat(h.take(task(i))).isNotNull();
+            }
+            h.offer(task(10), patch()); // the store is full again
+            assertThat(h.offerWithin(task(11), patch(), 20)).isTrue();
+            assertThat(h.orphansDropped()).isEqualTo(1);
+            assertThat(h.take(task(1))).isNull();
         }
     }
 
