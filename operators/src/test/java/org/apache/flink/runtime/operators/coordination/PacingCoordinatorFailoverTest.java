@@ -50,34 +50,12 @@ class PacingCoordinatorFailoverTest {
 
     @Test
     void shouldCheckpointAfterAWorkerFailedInTheMiddleOfACheckpoint() throws Exception {
-        Thread main = jobManager.submit(Thread::currentThread).get();
-        ComponentMainThreadExecutor mainThread =
-                new ComponentMainThreadExecutorServiceAdapter(jobManager, main);
-        CheckpointCoordinator checkpoints =
-                new CheckpointCoordinatorTestingUtils.CheckpointCoordinatorBuilder()
-                        .build(Executors.newSingleThreadScheduledExecutor());
-        CoordinatorStore store = new CoordinatorStoreImpl();
-        EventReceivingTasks workers = EventReceivingTasks.createForRunningTasks();
-        OperatorID workerOperator = new OperatorID();
-        OperatorCoordinatorHolder pacing =
-                holder(
-                        PacingCoordinator.provider(workerOperator, "workers"),
-                        workerOperator,
-                        store,
-                        workers);
-        OperatorID trainerOperator = new OperatorID();
-        OperatorCoordinatorHolder trainers =
-                holder(
-                        QueueCoordinator.provider(trainerOperator),
-                        trainerOperator,
-                        store,
-                        EventReceivingTasks.createForRunningTasks());
+        Coordinators c = started();
+        EventReceivingTasks workers = c.workers();
+        OperatorCoordinatorHolder pacing = c.pacing();
+        OperatorCoordinatorHolder trainers = c.trainers();
         onMain(
                 () -> {
-                    pacing.lazyInitialize(globalFailures::add, mainThread, checkpoints);
-                    trainers.lazyInitialize(globalFailures::add, mainThread, checkpoints);
-                    pacing.start();
-                    trainers.start();
                     pacing.handleEventFromOperator(0, 0, new WorkerRunning());
                     trainers.handleEventFromOperator(0, 0, new QueueReport(0, 0, 2));
                     return null;
@@ -148,6 +126,40 @@ class PacingCoordinatorFailoverTest {
      */
     @Test
     void shouldTellNoWorkerThatHasNotSaidItRuns() throws Exception {
+        Coordinators c = started();
+        EventReceivingTasks workers = c.workers();
+        OperatorCoordinatorHolder pacing = c.pacing();
+        OperatorCoordinatorHolder trainers = c.trainers();
+        onMain(
+                () -> {
+                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 0, 2));
+                    return null;
+                });
+        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS); // ten looks at the view
+        onMain(
+                () -> {
+                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 1, 2));
+                    return null;
+                });
+        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS);
+        assertThat(workers.getSentEventsForSubtask(0)).isEmpty();
+
+        onMain(
+                () -> {
+                    pacing.handleEventFromOperator(0, 0, new WorkerRunning());
+                    return null;
+                });
+        awaitTold(workers, new JobQueues(1, 1));
+        assertThat(globalFailures).isEmpty();
+    }
+
+    /** The workers' and the trainers' coordinators, started on the JobManager's thread. */
+    private record Coordinators(
+            EventReceivingTasks workers,
+            OperatorCoordinatorHolder pacing,
+            OperatorCoordinatorHolder trainers) {}
+
+    private Coordinators started() throws Exception {
         Thread main = jobManager.submit(Thread::currentThread).get();
         ComponentMainThreadExecutor mainThread =
                 new ComponentMainThreadExecutorServiceAdapter(jobManager, main);
@@ -176,25 +188,9 @@ class PacingCoordinatorFailoverTest {
                     trainers.lazyInitialize(globalFailures::add, mainThread, checkpoints);
                     pacing.start();
                     trainers.start();
-                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 0, 2));
                     return null;
                 });
-        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS); // ten looks at the view
-        onMain(
-                () -> {
-                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 1, 2));
-                    return null;
-                });
-        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS);
-        assertThat(workers.getSentEventsForSubtask(0)).isEmpty();
-
-        onMain(
-                () -> {
-                    pacing.handleEventFromOperator(0, 0, new WorkerRunning());
-                    return null;
-                });
-        awaitTold(workers, new JobQueues(1, 1));
-        assertThat(globalFailures).isEmpty();
+        return new Coordinators(workers, pacing, trainers);
     }
 
     private OperatorCoordinatorHolder holder(
