@@ -659,18 +659,7 @@ class TrainerSinkWriterTest {
 
         AtomicInteger mails = new AtomicInteger();
         List<TrainerWriterState> taken = new ArrayList<>();
-        BooleanSupplier mail =
-                () -> {
-                    if (mails.incrementAndGet() != 3) {
-                        return false; // no mail in this slice
-                    }
-                    try {
-                        taken.addAll(w.snapshotState(1)); // the barrier's mail
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                    return true;
-                };
+        BooleanSupplier mail = checkpointAtThirdMail(w, mails, taken);
         FutureTask<Void> write =
                 new FutureTask<>(
                         () -> {
@@ -714,18 +703,7 @@ class TrainerSinkWriterTest {
 
         AtomicInteger mails = new AtomicInteger();
         List<TrainerWriterState> taken = new ArrayList<>();
-        BooleanSupplier mail =
-                () -> {
-                    if (mails.incrementAndGet() != 3) {
-                        return false;
-                    }
-                    try {
-                        taken.addAll(w.snapshotState(1)); // the checkpoint's mail
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                    return true;
-                };
+        BooleanSupplier mail = checkpointAtThirdMail(w, mails, taken);
         FutureTask<Void> end =
                 new FutureTask<>(
                         () -> {
@@ -745,6 +723,25 @@ class TrainerSinkWriterTest {
         end.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         assertThat(gate.trained).containsExactly(b0, b1, b2);
         assertThat(mails.get()).isGreaterThan(3);
+    }
+
+    /**
+     * The task's mail as a waiting writer runs it: nothing in each slice but the third, which takes
+     * checkpoint 1 (its barrier's mail) into {@code taken}; {@code mails} counts the slices.
+     */
+    private static BooleanSupplier checkpointAtThirdMail(
+            TrainerSinkWriter w, AtomicInteger mails, List<TrainerWriterState> taken) {
+        return () -> {
+            if (mails.incrementAndGet() != 3) {
+                return false; // no mail in this slice
+            }
+            try {
+                taken.addAll(w.snapshotState(1));
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            return true;
+        };
     }
 
     @Test

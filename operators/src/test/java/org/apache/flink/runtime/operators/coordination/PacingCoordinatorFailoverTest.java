@@ -71,12 +71,7 @@ class PacingCoordinatorFailoverTest {
                 });
         first.get(PATIENCE.toMillis(), TimeUnit.MILLISECONDS);
         // The queue fills meanwhile; the view changes.
-        onMain(
-                () -> {
-                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 2, 2));
-                    return null;
-                });
-        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS); // ten looks at the view
+        reportAndLookTenTimes(trainers, 2);
 
         // The worker's TaskManager is lost: as SchedulerBase#restoreState does, checkpoint 1 is
         // aborted (the holder hears of it later, in another turn of the main thread) and the
@@ -130,18 +125,8 @@ class PacingCoordinatorFailoverTest {
         EventReceivingTasks workers = c.workers();
         OperatorCoordinatorHolder pacing = c.pacing();
         OperatorCoordinatorHolder trainers = c.trainers();
-        onMain(
-                () -> {
-                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 0, 2));
-                    return null;
-                });
-        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS); // ten looks at the view
-        onMain(
-                () -> {
-                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, 1, 2));
-                    return null;
-                });
-        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS);
+        reportAndLookTenTimes(trainers, 0);
+        reportAndLookTenTimes(trainers, 1);
         assertThat(workers.getSentEventsForSubtask(0)).isEmpty();
 
         onMain(
@@ -151,6 +136,20 @@ class PacingCoordinatorFailoverTest {
                 });
         awaitTold(workers, new JobQueues(1, 1));
         assertThat(globalFailures).isEmpty();
+    }
+
+    /**
+     * Device 0's trainer reports {@code held} of 2 batches queued; then ten looks of the workers'
+     * coordinator at the view.
+     */
+    private void reportAndLookTenTimes(OperatorCoordinatorHolder trainers, int held)
+            throws Exception {
+        onMain(
+                () -> {
+                    trainers.handleEventFromOperator(0, 0, new QueueReport(0, held, 2));
+                    return null;
+                });
+        Thread.sleep(10 * PacingCoordinator.PERIOD_MILLIS);
     }
 
     /** The workers' and the trainers' coordinators, started on the JobManager's thread. */
