@@ -2,13 +2,32 @@
 generated data set: small patches, a few cases, seconds per job."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 sys.path.insert(0, os.path.join(REPO, "python"))
+
+
+def kill_job(pid, timeout_s=30):
+    """Kills the job whose launcher is `pid` with its process group, as a machine's crash takes a
+    killed script's job too, and returns once it is gone; fails after `timeout_s`."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended with its script
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"job {pid} outlived its killed script by {timeout_s} s")
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, kill_job
 from minato_flink import launch
 
 CASES = 6  # the dataset fixture's
@@ -147,20 +147,7 @@ def test_should_train_every_sample_once_across_five_kills_of_the_training_proces
     for die_after, when in plan:
         killed = start(die_after, when)
         assert killed.returncode == -signal.SIGKILL, (plan, killed.stderr)
-        job = int((tmp_path / "run.job-pid").read_text())
-        try:
-            os.killpg(job, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # it ended with its script
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                os.kill(job, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"job {job} outlived its killed script")
+        kill_job(int((tmp_path / "run.job-pid").read_text()))
     last = start(0, "saved")
     assert last.returncode == 0, (plan, last.stderr)
     trained = [tuple(s) for s in json.loads(trained_file.read_text())]

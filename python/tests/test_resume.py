@@ -10,12 +10,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, kill_job
 from minato_flink import LoaderError, MinatoLoader, launch
 
 CASES = 6  # the dataset fixture's
@@ -75,17 +74,6 @@ def run_script(tmp_path, dataset, run, trained_file, crash_after=-1):
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
 
 
-def gone(pid, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.fixture
 def killed_run(dataset, tmp_path):
     """A run whose script saved its checkpoint after epoch 0 of 3 and was killed two batches
@@ -93,12 +81,7 @@ def killed_run(dataset, tmp_path):
     run = str(tmp_path / "run")
     first = run_script(tmp_path, dataset, run, tmp_path / "trained-1.json", crash_after=0)
     assert first.returncode == -signal.SIGKILL, first.stderr
-    pid = int(pathlib.Path(run + ".job-pid").read_text())
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # it ended with its script
-    assert gone(pid, 30)
+    kill_job(int(pathlib.Path(run + ".job-pid").read_text()))
     return run
 
 
