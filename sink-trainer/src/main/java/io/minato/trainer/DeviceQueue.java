@@ -235,10 +235,6 @@ public final class DeviceQueue {
     }
 
     /**
-     * Waits for a signalled change, up to {@code atMostMillis} (Long.MAX_VALUE: no limit); polls
-     * every {@link #POLL_MILLIS} when the consumer's state changes unsignalled (under the lock).
-     */
-    /**
      * Waits for a change as {@link #awaitChange(long)} does, briefly, then runs the task's mail
      * ({@code mail}: null for none, and then waits for the change alone), outside the lock: a
      * consumer that waits for the queue to drain at the end of the input lets checkpoints go on.
@@ -252,6 +248,10 @@ public final class DeviceQueue {
         }
     }
 
+    /**
+     * Waits for a signalled change, up to {@code atMostMillis} (Long.MAX_VALUE: no limit); polls
+     * every {@link #POLL_MILLIS} when the consumer's state changes unsignalled (under the lock).
+     */
     public void awaitChange(long atMostMillis) throws InterruptedException {
         long millis = consumer.polled() ? Math.min(atMostMillis, POLL_MILLIS) : atMostMillis;
         if (millis == Long.MAX_VALUE) {
